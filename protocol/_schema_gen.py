@@ -1,0 +1,176 @@
+"""Developer tool: turn Kafka's JSON message specs into our declarative schema modules.
+
+Run once when a spec changes::
+
+    python -m protocol._schema_gen ../shared/reference/kafka-message-specs/trunk-2025-02-14
+
+It writes ``protocol/schemas/<api>.py``; the output is ordinary source that is
+reviewed and committed.  Nothing at run time reads JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+#: API name -> (first version we serve, last version we serve).  The floors are
+#: the Kafka 4.x broker floors; the ceilings are the newest stable versions.
+SERVED: dict[str, tuple[int, int]] = {
+    "Produce": (3, 12),
+    "Fetch": (4, 17),
+    "ListOffsets": (1, 10),
+    "Metadata": (0, 13),
+    "OffsetCommit": (2, 9),
+    "OffsetFetch": (1, 9),
+    "FindCoordinator": (0, 6),
+    "JoinGroup": (2, 9),
+    "Heartbeat": (0, 4),
+    "LeaveGroup": (0, 5),
+    "SyncGroup": (0, 5),
+    "DescribeGroups": (0, 6),
+    "ListGroups": (0, 5),
+    "SaslHandshake": (0, 1),
+    "ApiVersions": (0, 4),
+    "CreateTopics": (2, 7),
+    "DeleteTopics": (1, 6),
+    "DeleteRecords": (0, 2),
+    "InitProducerId": (0, 6),
+    "DescribeConfigs": (1, 4),
+    "SaslAuthenticate": (0, 2),
+    "CreatePartitions": (0, 3),
+    "DeleteGroups": (0, 2),
+    "OffsetDelete": (0, 0),
+    "DescribeCluster": (0, 2),
+    "ConsumerGroupHeartbeat": (0, 1),
+    "ConsumerGroupDescribe": (0, 1),
+}
+
+STANDALONE = [
+    "RequestHeader",
+    "ResponseHeader",
+    "ConsumerProtocolSubscription",
+    "ConsumerProtocolAssignment",
+    "group-coordinator/OffsetCommitKey",
+    "group-coordinator/OffsetCommitValue",
+    "group-coordinator/GroupMetadataKey",
+    "group-coordinator/GroupMetadataValue",
+]
+
+PRIMS = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "string",
+         "bytes", "records", "uuid"}
+
+
+def snake(name: str) -> str:
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
+    return s.lower()
+
+
+def load(path: Path) -> dict:
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
+    return json.loads(text)
+
+
+def vrange(spec: str | None) -> str:
+    if spec is None or spec == "none":
+        return "None"
+    if spec.endswith("+"):
+        return f"({int(spec[:-1])}, None)"
+    if "-" in spec:
+        lo, hi = spec.split("-")
+        return f"({int(lo)}, {int(hi)})"
+    return f"({int(spec)}, {int(spec)})"
+
+
+def default_literal(ftype: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if value == "null":
+        return "None"
+    if ftype == "bool":
+        return "True" if str(value).lower() == "true" else "False"
+    if ftype in {"int8", "int16", "int32", "int64", "uint16", "uint32"}:
+        text = str(value)
+        return str(int(text, 16) if text.lower().startswith("0x") else int(text))
+    if ftype == "float64":
+        return repr(float(value))
+    if ftype == "string":
+        return repr(str(value))
+    return None
+
+
+def emit_fields(fields: list[dict], common: dict[str, dict], indent: str) -> list[str]:
+    out: list[str] = []
+    for f in fields:
+        ftype = f["type"]
+        base = ftype[2:] if ftype.startswith("[]") else ftype
+        args = [repr(snake(f["name"])), repr(ftype if base in PRIMS else ("[]" if ftype.startswith("[]") else "") + "struct"),
+                vrange(f.get("versions"))]
+        kw: list[str] = []
+        if f.get("nullableVersions"):
+            kw.append(f"nullable={vrange(f['nullableVersions'])}")
+        if "tag" in f:
+            kw.append(f"tag={int(f['tag'])}")
+            kw.append(f"tagged={vrange(f.get('taggedVersions', f.get('versions')))}")
+        if f.get("flexibleVersions") == "none":
+            kw.append("flexible=False")
+        lit = default_literal(base if not ftype.startswith("[]") else "", f.get("default"))
+        if lit is not None:
+            kw.append(f"default={lit}")
+        sub = f.get("fields")
+        if base not in PRIMS and sub is None:
+            sub = common[base]["fields"]
+        if base not in PRIMS:
+            inner = emit_fields(sub, common, indent + "    ")
+            kw.append("fields=(\n" + "\n".join(inner) + f"\n{indent})")
+        out.append(f"{indent}F({', '.join(args + kw)}),")
+    return out
+
+
+def emit_message(spec: dict, versions: tuple[int, int] | None, var: str) -> str:
+    common = {c["name"]: c for c in spec.get("commonStructs", [])}
+    valid = spec.get("validVersions", "0")
+    vmin, vmax = (versions if versions else eval(vrange(valid).replace("None", "0")))  # noqa: S307
+    flexible = spec.get("flexibleVersions", "none")
+    flex_from = "None" if flexible == "none" else str(int(flexible[:-1]))
+    head = [f"{var} = Message("]
+    head.append(f"    {spec['name']!r},")
+    if "apiKey" in spec:
+        head.append(f"    api_key={spec['apiKey']},")
+    head.append(f"    versions=({vmin}, {vmax}),")
+    head.append(f"    flexible_from={flex_from},")
+    body = emit_fields(spec["fields"], common, "        ")
+    head.append("    fields=(\n" + "\n".join(body) + "\n    ),")
+    head.append(")")
+    return "\n".join(head)
+
+
+HEADER = '"""{doc}\n\nDeclarative schema generated from Apache Kafka\'s message specs by\n``protocol/_schema_gen.py``; field names are snake_case of the spec names.\n"""\n\nfrom protocol.schema import Field as F\nfrom protocol.schema import Message\n'
+
+
+def main(spec_dir: str) -> None:
+    root = Path(spec_dir)
+    out_dir = Path(__file__).parent / "schemas"
+    out_dir.mkdir(exist_ok=True)
+    index: list[tuple[str, str]] = []
+    for api, versions in SERVED.items():
+        req = load(root / f"{api}Request.json")
+        resp = load(root / f"{api}Response.json")
+        module = snake(api)
+        text = HEADER.format(doc=f"{api} (API key {req['apiKey']}): request and response, v{versions[0]}-v{versions[1]}.")
+        text += "\n" + emit_message(req, versions, f"{api}Request") + "\n\n" + emit_message(resp, versions, f"{api}Response") + "\n"
+        (out_dir / f"{module}.py").write_text(text)
+        index.append((module, api))
+    misc = HEADER.format(doc="Headers, the consumer embedded protocol and `__consumer_offsets` records.")
+    for name in STANDALONE:
+        spec = load(root / f"{name}.json")
+        versions = None
+        misc += "\n" + emit_message(spec, versions, spec["name"]) + "\n"
+    (out_dir / "misc.py").write_text(misc)
+    print(f"wrote {len(index)} API modules and misc.py")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,40 @@
+"""LeaveGroup (API key 13): request and response, v0-v5.
+
+Declarative schema generated from Apache Kafka's message specs by
+``protocol/_schema_gen.py``; field names are snake_case of the spec names.
+"""
+
+from protocol.schema import Field as F
+from protocol.schema import Message
+
+LeaveGroupRequest = Message(
+    'LeaveGroupRequest',
+    api_key=13,
+    versions=(0, 5),
+    flexible_from=4,
+    fields=(
+        F('group_id', 'string', (0, None)),
+        F('member_id', 'string', (0, 2)),
+        F('members', '[]struct', (3, None), fields=(
+            F('member_id', 'string', (3, None)),
+            F('group_instance_id', 'string', (3, None), nullable=(3, None), default=None),
+            F('reason', 'string', (5, None), nullable=(5, None), default=None),
+        )),
+    ),
+)
+
+LeaveGroupResponse = Message(
+    'LeaveGroupResponse',
+    api_key=13,
+    versions=(0, 5),
+    flexible_from=4,
+    fields=(
+        F('throttle_time_ms', 'int32', (1, None)),
+        F('error_code', 'int16', (0, None)),
+        F('members', '[]struct', (3, None), fields=(
+            F('member_id', 'string', (3, None)),
+            F('group_instance_id', 'string', (3, None), nullable=(3, None)),
+            F('error_code', 'int16', (3, None)),
+        )),
+    ),
+)

@@ -132,7 +132,7 @@ def emit_fields(fields: list[dict], common: dict[str, dict], indent: str) -> lis
 def emit_message(spec: dict, versions: tuple[int, int] | None, var: str) -> str:
     common = {c["name"]: c for c in spec.get("commonStructs", [])}
     valid = spec.get("validVersions", "0")
-    vmin, vmax = (versions if versions else eval(vrange(valid).replace("None", "0")))  # noqa: S307
+    vmin, vmax = (versions if versions else eval(vrange(valid).replace("None", "0")))
     flexible = spec.get("flexibleVersions", "none")
     flex_from = "None" if flexible == "none" else str(int(flexible[:-1]))
     head = [f"{var} = Message("]

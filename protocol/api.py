@@ -1,0 +1,263 @@
+"""API registry, request/response headers and frames.
+
+One table maps every API key we speak to its request and response
+:class:`~protocol.schema.Message`.  The functions here add and strip the
+4-byte size prefix and the headers, applying Kafka's header-version rules:
+
+* request header v2 when the request version is flexible, else v1;
+* response header v1 when the response version is flexible, else v0 —
+  except ApiVersions, whose response header is always v0 (KIP-511).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from protocol.errors import ProtocolError, UnsupportedVersionError
+from protocol.primitives import ExternalBytes, Obj, Writer
+from protocol.schema import Message
+from protocol.schemas import (
+    api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
+    create_partitions,
+    create_topics,
+    delete_groups,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    produce,
+    sasl_authenticate,
+    sasl_handshake,
+    sync_group,
+)
+from protocol.schemas.misc import RequestHeader, ResponseHeader
+
+_i32 = struct.Struct(">i")
+_hdr_prefix = struct.Struct(">hhi")
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+
+
+@dataclass(frozen=True)
+class Api:
+    key: ApiKey
+    name: str
+    request: Message
+    response: Message
+
+    @property
+    def min_version(self) -> int:
+        return self.request.min_version
+
+    @property
+    def max_version(self) -> int:
+        return self.request.max_version
+
+
+def _api(key: ApiKey, module: Any) -> Api:
+    messages = [v for v in vars(module).values() if isinstance(v, Message)]
+    request = next(m for m in messages if m.name.endswith("Request"))
+    response = next(m for m in messages if m.name.endswith("Response"))
+    return Api(key, request.name[: -len("Request")], request, response)
+
+
+APIS: dict[int, Api] = {
+    a.key: a
+    for a in (
+        _api(ApiKey.PRODUCE, produce),
+        _api(ApiKey.FETCH, fetch),
+        _api(ApiKey.LIST_OFFSETS, list_offsets),
+        _api(ApiKey.METADATA, metadata),
+        _api(ApiKey.OFFSET_COMMIT, offset_commit),
+        _api(ApiKey.OFFSET_FETCH, offset_fetch),
+        _api(ApiKey.FIND_COORDINATOR, find_coordinator),
+        _api(ApiKey.JOIN_GROUP, join_group),
+        _api(ApiKey.HEARTBEAT, heartbeat),
+        _api(ApiKey.LEAVE_GROUP, leave_group),
+        _api(ApiKey.SYNC_GROUP, sync_group),
+        _api(ApiKey.DESCRIBE_GROUPS, describe_groups),
+        _api(ApiKey.LIST_GROUPS, list_groups),
+        _api(ApiKey.SASL_HANDSHAKE, sasl_handshake),
+        _api(ApiKey.API_VERSIONS, api_versions),
+        _api(ApiKey.CREATE_TOPICS, create_topics),
+        _api(ApiKey.DELETE_TOPICS, delete_topics),
+        _api(ApiKey.DELETE_RECORDS, delete_records),
+        _api(ApiKey.INIT_PRODUCER_ID, init_producer_id),
+        _api(ApiKey.DESCRIBE_CONFIGS, describe_configs),
+        _api(ApiKey.SASL_AUTHENTICATE, sasl_authenticate),
+        _api(ApiKey.CREATE_PARTITIONS, create_partitions),
+        _api(ApiKey.DELETE_GROUPS, delete_groups),
+        _api(ApiKey.OFFSET_DELETE, offset_delete),
+        _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster),
+        _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
+        _api(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe),
+    )
+}
+
+
+def api_name(api_key: int) -> str:
+    api = APIS.get(api_key)
+    return api.name if api else f"Unknown{api_key}"
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    api = APIS.get(api_key)
+    return 2 if api is not None and api.request.is_flexible(api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    api = APIS.get(api_key)
+    return 1 if api is not None and api.response.is_flexible(api_version) else 0
+
+
+# ---------------------------------------------------------------------------
+# server side: request frames in, response frames out
+# ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RequestHeaderData:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int
+
+
+def peek_header(frame: Any) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) from the first 8 bytes of a frame body."""
+    if len(frame) < 8:
+        raise ProtocolError("request shorter than a header")
+    return _hdr_prefix.unpack_from(frame, 0)
+
+
+def decode_request_header(frame: Any) -> RequestHeaderData:
+    """Parse the request header of a frame (without its size prefix).
+
+    Works for unknown API keys and versions too, so the caller can still
+    answer with UNSUPPORTED_VERSION using the correlation id.
+    """
+    api_key, api_version, _ = peek_header(frame)
+    header_version = request_header_version(api_key, api_version)
+    obj, pos = RequestHeader.decode_from(header_version, frame, 0)
+    return RequestHeaderData(api_key, api_version, obj["correlation_id"], obj["client_id"], pos)
+
+
+def decode_request_body(header: RequestHeaderData, frame: Any) -> Obj:
+    api = APIS.get(header.api_key)
+    if api is None or not api.min_version <= header.api_version <= api.max_version:
+        raise UnsupportedVersionError(header.api_key, header.api_version)
+    return api.request.decode(header.api_version, frame, header.body_offset)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """A complete response frame (size prefix, header, body) as bytes."""
+    parts = encode_response_parts(api_key, api_version, correlation_id, body)
+    if len(parts) != 1:
+        raise ProtocolError("response holds external bytes; use encode_response_parts")
+    return parts[0]  # type: ignore[return-value]
+
+
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
+                          body: Any) -> list[bytes | ExternalBytes]:
+    """A response frame as chunks: bytes, with :class:`ExternalBytes` where record data goes."""
+    api = APIS[api_key]
+    out = Writer()
+    out += b"\0\0\0\0"
+    out += _i32.pack(correlation_id)
+    if response_header_version(api_key, api_version) == 1:
+        out.append(0)
+    api.response.encode_into(api_version, body, out)
+    total = len(out) - 4 + sum(ext.size for _, ext in out.splices)
+    _i32.pack_into(out, 0, total)
+    if not out.splices:
+        return [bytes(out)]
+    parts: list[bytes | ExternalBytes] = []
+    start = 0
+    for pos, ext in out.splices:
+        parts.append(bytes(out[start:pos]))
+        parts.append(ext)
+        start = pos
+    parts.append(bytes(out[start:]))
+    return parts
+
+
+# ---------------------------------------------------------------------------
+# client side: request frames out, response frames in
+# ---------------------------------------------------------------------------
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                   body: Any) -> bytes:
+    """A complete request frame (size prefix, header, body)."""
+    api = APIS.get(api_key)
+    if api is None:
+        raise UnsupportedVersionError(api_key, api_version)
+    out = Writer()
+    out += b"\0\0\0\0"
+    header = {"request_api_key": api_key, "request_api_version": api_version,
+              "correlation_id": correlation_id, "client_id": client_id}
+    RequestHeader.encode_into(request_header_version(api_key, api_version), header, out)
+    api.request.encode_into(api_version, body, out)
+    _i32.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def decode_response(api_key: int, api_version: int, frame: Any) -> tuple[int, Obj]:
+    """(correlation_id, body) from a response frame without its size prefix."""
+    header, pos = ResponseHeader.decode_from(response_header_version(api_key, api_version), frame, 0)
+    return header["correlation_id"], APIS[api_key].response.decode(api_version, frame, pos)
+
+
+def response_correlation_id(frame: Any) -> int:
+    if len(frame) < 4:
+        raise ProtocolError("response shorter than a header")
+    return _i32.unpack_from(frame, 0)[0]

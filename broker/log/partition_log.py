@@ -1,0 +1,626 @@
+"""One partition's log (Kafka's ``UnifiedLog``): segments, offsets, append, read, retention, recovery.
+
+``PartitionLog`` owns the directory ``<data_dir>/<topic>-<partition>``:
+
+* ``<base:020d>.log/.index/.timeindex`` — the segments (see ``segment``);
+* ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point}``;
+* ``<offset:020d>.snapshot`` — producer-id state (see ``producer_state``).
+
+It is synchronous and single-threaded: the asyncio edge calls it from the
+event loop and may run ``FlushTicket.run()`` (the fsyncs) in a thread.
+
+Durability reasoning
+--------------------
+Every append is handed to the kernel with ``os.pwrite`` *before* ``append``
+returns, i.e. before the produce is acknowledged; there is no user-space
+buffer.  A process crash (even ``kill -9``) therefore cannot lose an
+acknowledged record: the bytes are in the page cache, which belongs to the
+kernel and is written back regardless of the process.  Only a kernel crash or
+power loss can lose unsynced data, and that is bounded by the flush policy:
+``flush.ms`` (default 1000 ms, driven by ``maintenance``/the edge's timer) and
+``flush.messages`` (default off; ``flush.messages=1`` fsyncs on every append).
+After each fsync the *recovery point* (the offset below which data is known to
+be on disk) is checkpointed; on open every batch from the recovery point to the
+end is CRC-checked, so whatever a power loss tore or zero-filled is cut off.
+Indexes are caches of the log and are rebuilt when missing or inconsistent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from broker.log._fs import atomic_write
+from broker.log.config import LogConfig
+from broker.log.errors import (
+    CorruptMessageError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    KafkaStorageError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+)
+from broker.log.producer_state import ProducerStateManager
+from broker.log.segment import FileSlice, Segment, SegmentRecovery
+from protocol.records import (
+    BATCH_HEADER_SIZE,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    CorruptRecordError,
+    crc_ok,
+    decode_batch,
+    parse_batch_header,
+    stamp_base_offset,
+    stamp_log_append_time,
+)
+
+logger = logging.getLogger("kbroker.log")
+
+Clock = Callable[[], int]
+CHECKPOINT_FILE = "partition.checkpoint"
+PRODUCER_ID_EXPIRATION_MS = 86_400_000  # Kafka's producer.id.expiration.ms default
+_INT32_MAX = 2147483647
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What Produce answers: ``log_append_time`` is -1 unless the topic uses LogAppendTime.
+
+    ``duplicate`` is True when the batch was a retry of an already-appended
+    idempotent batch: the offsets are the original ones and nothing was written.
+    """
+
+    base_offset: int
+    last_offset: int
+    log_append_time: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """A Fetch read: file slices (whole batches, the first containing the fetch offset) + watermarks."""
+
+    slices: list[FileSlice]
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+    @property
+    def size(self) -> int:
+        return sum(s.length for s in self.slices)
+
+    def to_bytes(self) -> bytes:
+        return b"".join(s.read() for s in self.slices)
+
+
+@dataclass(slots=True)
+class RecoveryReport:
+    """What opening the log found and repaired (also logged at WARNING when anything was)."""
+
+    name: str
+    segments: list[SegmentRecovery] = field(default_factory=list)
+    deleted_segments: list[int] = field(default_factory=list)
+    producer_snapshot: int | None = None
+    producer_batches_replayed: int = 0
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.deleted_segments) or any(s.repaired for s in self.segments)
+
+    def describe(self) -> str:
+        parts = []
+        for s in self.segments:
+            if s.index_rebuilt:
+                parts.append(f"segment {s.base_offset}: index {s.index_rebuilt}, rebuilt")
+            if s.truncated_at is not None:
+                parts.append(f"segment {s.base_offset}: truncated {s.truncated_bytes} bytes at position "
+                             f"{s.truncated_at} ({s.reason})")
+        if self.deleted_segments:
+            parts.append(f"deleted segments after a torn one: {self.deleted_segments}")
+        return f"{self.name}: " + ("; ".join(parts) if parts else "clean")
+
+
+@dataclass(slots=True)
+class FlushTicket:
+    """An fsync job: ``run()`` may execute off the event loop (it only fsyncs private fds);
+    hand it back to ``PartitionLog.complete_flush`` on the loop afterwards."""
+
+    fds: list[int]
+    offset: int
+    done: bool = False
+
+    def run(self) -> FlushTicket:
+        try:
+            for fd in self.fds:
+                os.fsync(fd)
+        finally:
+            for fd in self.fds:
+                os.close(fd)
+            self.fds = []
+        self.done = True
+        return self
+
+
+class PartitionLog:
+    """The log of one topic-partition.  Not thread-safe: call it from one thread (the event loop)."""
+
+    def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
+                 clock: Clock | None = None) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock: Clock = clock or wall_clock_ms
+        os.makedirs(directory, exist_ok=True)
+        self.producer_state = ProducerStateManager(directory)
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        self._retired: list[tuple[int, Segment]] = []  # deleted, files kept open for in-flight slices
+        self._unflushed_messages = 0
+        self._last_flush_ms = self.clock()
+        self._checkpointed: tuple[int, int] | None = None
+        self.recovery_report = self._open()
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    # ================================================================== open
+    def _open(self) -> RecoveryReport:
+        report = RecoveryReport(self.name)
+        log_start, recovery_point = self._read_checkpoint()
+        bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
+                       if n.endswith(".log") and n[:-4].isdigit())
+        # Leftovers of an interrupted write of a metadata file.
+        for n in os.listdir(self.directory):
+            if n.endswith(".tmp"):
+                os.unlink(os.path.join(self.directory, n))
+        if not bases:
+            bases = [log_start]
+        for i, base in enumerate(bases):
+            seg = Segment(self.directory, base, index_interval_bytes=self.config.index_interval_bytes)
+            is_last = i == len(bases) - 1
+            next_base = bases[i + 1] if not is_last else None
+            needs_verify = next_base is None or next_base > recovery_point
+            seg_report = seg.recover(max(recovery_point, base) if needs_verify else None)
+            report.segments.append(seg_report)
+            self._segments.append(seg)
+            self._bases.append(base)
+            if seg_report.truncated_at is not None and not is_last:
+                # Everything after a torn batch is suspect: drop the following segments.
+                for later in bases[i + 1:]:
+                    s = Segment(self.directory, later)
+                    s.delete()
+                    s.close_file()
+                    report.deleted_segments.append(later)
+                break
+            if not is_last:
+                seg.seal()
+        self._log_start = max(log_start, self._segments[0].base_offset)
+        leo = self.log_end_offset
+        if self._log_start > leo:
+            self._log_start = leo
+        self._recovery_point = min(recovery_point, leo)
+        self._rebuild_producer_state(report)
+        self._write_checkpoint()
+        if report.repaired:
+            logger.warning("recovered log %s", report.describe())
+        else:
+            logger.debug("opened log %s: log_start=%d leo=%d", self.name, self._log_start, leo)
+        return report
+
+    def _read_checkpoint(self) -> tuple[int, int]:
+        path = os.path.join(self.directory, CHECKPOINT_FILE)
+        try:
+            with open(path, "rb") as f:
+                doc = json.load(f)
+            return int(doc["log_start_offset"]), int(doc["recovery_point"])
+        except FileNotFoundError:
+            return 0, 0
+        except (OSError, ValueError, KeyError, TypeError):
+            logger.warning("%s: unreadable %s, verifying the whole log", self.directory, CHECKPOINT_FILE)
+            return 0, 0
+
+    def _write_checkpoint(self) -> None:
+        state = (self._log_start, self._recovery_point)
+        if state == self._checkpointed:
+            return
+        doc = {"version": 1, "log_start_offset": state[0], "recovery_point": state[1]}
+        atomic_write(os.path.join(self.directory, CHECKPOINT_FILE), json.dumps(doc).encode())
+        self._checkpointed = state
+
+    def _rebuild_producer_state(self, report: RecoveryReport) -> None:
+        leo = self.log_end_offset
+        snap = self.producer_state.load_latest(leo)
+        report.producer_snapshot = snap
+        start = self._log_start if snap is None else max(snap, self._log_start)
+        n = 0
+        for _seg, _pos, hdr in self._iter_headers_from(start):
+            if hdr.producer_id >= 0 and hdr.last_offset >= start:
+                self.producer_state.update(hdr, hdr.base_offset, hdr.max_timestamp)
+                n += 1
+        report.producer_batches_replayed = n
+
+    # ============================================================ properties
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._segments[-1].next_offset  # single replica: HW == LEO
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments[-1]
+
+    # ================================================================ append
+    def append(self, batch: bytes | bytearray | memoryview) -> AppendResult:
+        """Validate, stamp and write one client (or coordinator) record batch.
+
+        Raises ``CorruptMessageError``, ``InvalidRecordError``, ``MessageTooLargeError``,
+        ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``;
+        nothing is written when it raises.  A bytearray is stamped in place.
+        """
+        buf = batch if type(batch) is bytearray else bytearray(batch)
+        n = len(buf)
+        if n < BATCH_HEADER_SIZE:
+            raise CorruptMessageError(f"batch of {n} bytes is shorter than a batch header")
+        if buf[16] != 2:
+            raise InvalidRecordError(f"record batch magic {buf[16]} is not 2")
+        try:
+            h = parse_batch_header(buf, 0)
+        except CorruptRecordError as e:
+            raise CorruptMessageError(str(e)) from None
+        size = h.size
+        config = self.config
+        if size > config.max_message_bytes:
+            raise MessageTooLargeError(f"batch of {size} bytes exceeds max.message.bytes="
+                                       f"{config.max_message_bytes}")
+        if n != size:
+            if n < size:
+                raise CorruptMessageError(f"batch claims {size} bytes but {n} were sent")
+            raise InvalidRecordError("exactly one record batch per partition is allowed")
+        if not crc_ok(buf, 0, h):
+            raise CorruptMessageError("record batch CRC mismatch")
+        if h.base_offset != 0:
+            raise InvalidRecordError(f"base offset must be 0, got {h.base_offset}")
+        if h.records_count <= 0 or h.last_offset_delta + 1 != h.records_count:
+            raise InvalidRecordError(f"lastOffsetDelta {h.last_offset_delta} does not match "
+                                     f"recordsCount {h.records_count}")
+        if h.is_control:
+            raise InvalidRecordError("clients may not write control batches")
+        if h.producer_id >= 0 and h.base_sequence < 0:
+            raise InvalidRecordError(f"producer id {h.producer_id} with base sequence {h.base_sequence}")
+        now = self.clock()
+        if config.log_append_time:
+            max_ts = now
+        else:
+            if h.attributes & TIMESTAMP_TYPE_MASK:
+                raise InvalidTimestampError("producer may not set timestamp type LogAppendTime")
+            max_ts = h.max_timestamp
+            if max_ts >= 0 and (max_ts - now > config.timestamp_after_max_ms
+                                or now - h.base_timestamp > config.timestamp_before_max_ms):
+                raise InvalidTimestampError(f"timestamp {max_ts} out of range at broker time {now}")
+        if h.producer_id >= 0:
+            dup = self.producer_state.check(h)
+            if dup is not None:
+                return AppendResult(dup.base_offset, dup.last_offset,
+                                    now if config.log_append_time else -1, self._log_start, True)
+
+        seg = self._segments[-1]
+        base = seg.next_offset
+        last = base + h.last_offset_delta
+        if seg.size and (seg.size + size > config.segment_bytes
+                         or now - (seg.roll_base_ms if seg.roll_base_ms is not None else now)
+                         >= config.segment_ms
+                         or last - seg.base_offset > _INT32_MAX):
+            seg = self.roll()
+        stamp_base_offset(buf, 0, base)
+        if config.log_append_time:
+            stamp_log_append_time(buf, 0, now)
+        seg.append(buf, base, last + 1, max_ts, now)
+        if h.producer_id >= 0:
+            self.producer_state.update(h, base, max_ts)
+        self._unflushed_messages += h.records_count
+        if self._unflushed_messages >= config.flush_messages:
+            self.flush()
+        return AppendResult(base, last, now if config.log_append_time else -1, self._log_start)
+
+    def roll(self) -> Segment:
+        """Seal the active segment and start a new one at the log end offset."""
+        old = self._segments[-1]
+        if old.size == 0:
+            return old
+        old.seal()
+        seg = Segment(self.directory, old.next_offset, index_interval_bytes=self.config.index_interval_bytes)
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+        return seg
+
+    # ================================================================== read
+    def _check_offset(self, offset: int) -> None:
+        if offset < self._log_start or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} not in [{self._log_start}, {self.log_end_offset}] of {self.name}")
+
+    def _segment_index_for(self, offset: int) -> int:
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+    def read(self, fetch_offset: int, max_bytes: int, min_one_message: bool = True,
+             max_offset: int | None = None) -> ReadResult:
+        """Whole batches starting with the one containing ``fetch_offset``, within ``max_bytes``.
+
+        Reads from one segment (the next fetch continues in the next one), never
+        past ``max_offset`` (default: the high watermark).  The first batch is
+        returned whole even when larger than ``max_bytes`` if ``min_one_message``.
+        Raises ``OffsetOutOfRangeError`` if ``fetch_offset`` is outside [log start, LEO].
+        """
+        self._check_offset(fetch_offset)
+        hw = self.high_watermark
+        limit_offset = hw if max_offset is None else min(max_offset, hw)
+        slices: list[FileSlice] = []
+        if fetch_offset < limit_offset:
+            i = self._segment_index_for(fetch_offset)
+            while i < len(self._segments):
+                seg = self._segments[i]
+                pos = seg.lookup(fetch_offset)
+                if pos is not None:
+                    end = seg.slice_end(pos, max_bytes, min_one_message)
+                    if limit_offset < seg.next_offset:
+                        end = min(end, self._position_of_offset_end(seg, pos, limit_offset))
+                    if end > pos:
+                        slices.append(FileSlice(seg.file, pos, end - pos))
+                    break
+                i += 1  # offset falls in a gap (e.g. after compaction): continue in the next segment
+        return ReadResult(slices, hw, self._log_start, self.log_end_offset)
+
+    @staticmethod
+    def _position_of_offset_end(seg: Segment, start: int, offset: int) -> int:
+        """Position where the first batch at or after ``offset`` starts (for max_offset caps)."""
+        for pos, hdr in seg.iter_headers(start):
+            if hdr.base_offset >= offset:
+                return pos
+        return seg.size
+
+    def read_bytes(self, fetch_offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True) -> bytes:
+        """``read`` copied into memory — for small internal readers (group coordinator replay)."""
+        return self.read(fetch_offset, max_bytes, min_one_message).to_bytes()
+
+    def iter_batches(self, start_offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Every batch from the one containing ``start_offset`` to the end, as (header, bytes)."""
+        for seg, pos, hdr in self._iter_headers_from(max(start_offset, self._log_start)):
+            yield hdr, os.pread(seg.fd, hdr.size, pos)
+
+    def _iter_headers_from(self, offset: int) -> Iterator[tuple[Segment, int, BatchHeader]]:
+        for seg in self._segments[self._segment_index_for(offset):]:
+            pos = seg.lookup(offset) if seg.base_offset <= offset else 0
+            if pos is None:
+                continue
+            for p, hdr in seg.iter_headers(pos):
+                yield seg, p, hdr
+
+    # ========================================================== timestamps
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp``; (-1, -1) if none."""
+        start = self._segment_index_for(self._log_start)
+        for seg in self._segments[start:]:
+            found = seg.find_by_timestamp(timestamp)
+            if found is None:
+                continue
+            pos, hdr = found
+            exact = self._record_at_or_after(seg, pos, hdr, lambda r: r.timestamp >= timestamp)
+            if exact is not None and exact[0] >= self._log_start:
+                return exact
+            return max(hdr.base_offset, self._log_start), hdr.max_timestamp
+        return -1, -1
+
+    def max_timestamp_offset(self) -> tuple[int, int]:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets MAX_TIMESTAMP)."""
+        best: Segment | None = None
+        for seg in self._segments[self._segment_index_for(self._log_start):]:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return -1, -1
+        pos = best.lookup(best.offset_of_max_timestamp)
+        if pos is not None:
+            hdr = best.read_header(pos)
+            ts = hdr.max_timestamp
+            exact = self._record_at_or_after(best, pos, hdr, lambda r: r.timestamp == ts)
+            if exact is not None:
+                return exact
+        return best.offset_of_max_timestamp, best.max_timestamp
+
+    @staticmethod
+    def _record_at_or_after(seg: Segment, pos: int, hdr: BatchHeader,
+                            pred: Callable[..., bool]) -> tuple[int, int] | None:
+        """Refine a batch-level answer to the record level (rare admin path; decodes one batch)."""
+        if hdr.timestamp_type == 1:
+            return hdr.base_offset, hdr.max_timestamp  # every record carries the append time
+        try:
+            _, records = decode_batch(os.pread(seg.fd, hdr.size, pos))
+        except (CorruptRecordError, ValueError):
+            return None
+        for r in records:
+            if pred(r):
+                return r.offset, r.timestamp
+        return None
+
+    def list_offset(self, timestamp: int) -> tuple[int, int]:
+        """ListOffsets: -1 LATEST (HW), -2 EARLIEST, -3 MAX_TIMESTAMP, -4 EARLIEST_LOCAL, else by time."""
+        if timestamp == -1:
+            return self.high_watermark, -1
+        if timestamp in (-2, -4):
+            return self._log_start, -1
+        if timestamp == -3:
+            return self.max_timestamp_offset()
+        return self.offset_for_timestamp(timestamp)
+
+    # ===================================================== deletion / retention
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (-1 = high watermark).
+
+        Returns the new log start offset (the "low watermark").  Whole segments
+        entirely below it are deleted.
+        """
+        hw = self.high_watermark
+        if offset == -1:
+            offset = hw
+        if offset < 0 or offset > hw:
+            raise OffsetOutOfRangeError(f"cannot delete records before {offset}: high watermark is {hw}")
+        if offset > self._log_start:
+            self._log_start = offset
+            self._write_checkpoint()
+            self._delete_below_log_start()
+        return self._log_start
+
+    def _delete_below_log_start(self) -> int:
+        n = 0
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start:
+            self._delete_oldest()
+            n += 1
+        return n
+
+    def _delete_oldest(self) -> None:
+        seg = self._segments.pop(0)
+        self._bases.pop(0)
+        seg.delete()
+        self._retired.append((self.clock(), seg))
+        if self._segments[0].base_offset > self._log_start:
+            self._log_start = self._segments[0].base_offset
+        logger.info("%s: deleted segment %d (%d bytes)", self.name, seg.base_offset, seg.size)
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """Delete segments past ``retention.ms`` / ``retention.bytes``; return how many."""
+        cfg = self.config
+        if not cfg.delete:
+            return 0
+        now = self.clock() if now_ms is None else now_ms
+        deleted = 0
+        if cfg.retention_ms >= 0:
+            def expired(s: Segment) -> bool:
+                if s.size == 0:
+                    return False
+                newest = s.max_timestamp if s.max_timestamp >= 0 else s.roll_base_ms
+                return newest is not None and now - newest > cfg.retention_ms
+
+            if all(expired(s) for s in self._segments) and self._segments[-1].size > 0:
+                self.roll()  # the active segment has expired too: keep an empty one at the LEO
+            while len(self._segments) > 1 and expired(self._segments[0]):
+                self._delete_oldest()
+                deleted += 1
+        if cfg.retention_bytes >= 0:
+            total = self.size_bytes
+            while len(self._segments) > 1 and total - self._segments[0].size >= cfg.retention_bytes:
+                total -= self._segments[0].size
+                self._delete_oldest()
+                deleted += 1
+        if deleted:
+            self._write_checkpoint()
+            self.producer_state.delete_snapshots_below(self._log_start)
+        return deleted
+
+    def maintenance(self, now_ms: int | None = None) -> None:
+        """Periodic work: roll by age, retention, flush by ``flush.ms``, close retired files."""
+        now = self.clock() if now_ms is None else now_ms
+        seg = self._segments[-1]
+        if seg.size and seg.roll_base_ms is not None and now - seg.roll_base_ms >= self.config.segment_ms:
+            self.roll()
+        self.apply_retention(now)
+        if self.config.compact:
+            from broker.log.cleaner import compact_log
+            compact_log(self, now)
+        if self.dirty and now - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+        self.producer_state.expire(now, PRODUCER_ID_EXPIRATION_MS)
+        self.close_retired(now)
+
+    def close_retired(self, now_ms: int, force: bool = False) -> None:
+        keep = []
+        for t, seg in self._retired:
+            if force or now_ms - t >= self.config.file_delete_delay_ms:
+                seg.close_file()
+            else:
+                keep.append((t, seg))
+        self._retired = keep
+
+    # ================================================================= flush
+    @property
+    def dirty(self) -> bool:
+        return self._recovery_point < self.log_end_offset or any(s.dirty for s in self._segments)
+
+    def prepare_flush(self) -> FlushTicket:
+        """Write pending index entries and capture what to fsync (dup'd fds) up to the current LEO."""
+        fds: list[int] = []
+        for seg in self._segments:
+            if seg.dirty:
+                seg.flush_pending_indexes()
+                fds.extend(os.dup(fd) for fd in (seg.fd, seg.offset_index._fd, seg.time_index._fd))
+                seg.dirty = False
+        return FlushTicket(fds, self.log_end_offset)
+
+    def complete_flush(self, ticket: FlushTicket) -> None:
+        """After ``ticket.run()``: advance the recovery point, checkpoint, snapshot producer state."""
+        if not ticket.done:
+            raise KafkaStorageError("flush ticket was not run")
+        if ticket.offset > self._recovery_point:
+            self._recovery_point = min(ticket.offset, self.log_end_offset)
+            if self.producer_state.changed and self._recovery_point == self.log_end_offset:
+                self.producer_state.write_snapshot(self._recovery_point)
+            self._write_checkpoint()
+        self._last_flush_ms = self.clock()
+
+    def flush(self) -> None:
+        """fsync everything appended so far (synchronously) and checkpoint."""
+        self.complete_flush(self.prepare_flush().run())
+        self._unflushed_messages = 0
+
+    # ============================================================= lifecycle
+    def close(self) -> None:
+        self.flush()
+        if self.producer_state.changed:
+            self.producer_state.write_snapshot(self.log_end_offset)
+        for seg in self._segments:
+            seg.close()
+        self.close_retired(0, force=True)
+        self._segments = []
+        self._bases = []
+
+    def delete(self) -> None:
+        """Close and remove every file of this partition (topic deletion)."""
+        for seg in self._segments:
+            seg.close()
+        self.close_retired(0, force=True)
+        self._segments = []
+        self._bases = []
+
+    def __repr__(self) -> str:
+        return f"PartitionLog({self.name}, start={self._log_start}, leo={self.log_end_offset})"
+

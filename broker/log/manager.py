@@ -262,6 +262,22 @@ class LogManager:
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)
 
+    # Aliases used by the request handlers.
+    def topic(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def topic_names(self) -> list[str]:
+        return sorted(self._topics)
+
+    def topic_name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.get(topic_id)
+
+    def validate_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:
+        """Validate topic config overrides (INVALID_CONFIG on error); return them normalised."""
+        overrides = validate_topic_configs(configs)
+        LogConfig.from_dict(overrides, self._defaults())
+        return overrides
+
     def get_log(self, topic: str, partition: int) -> PartitionLog:
         log = self._logs.get((topic, partition))
         if log is None:

@@ -1,0 +1,31 @@
+"""Test helpers for code built on ``broker.log``: a fake clock, batch builders, a one-call log opener.
+
+Not used by the broker itself."""
+
+from __future__ import annotations
+
+import os
+
+from broker.log import LogConfig, PartitionLog
+from protocol.records import encode_batch
+
+
+class FakeClock:
+    def __init__(self, now: int = 1_700_000_000_000) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+def make_batch(n: int = 1, ts: int = 1_700_000_000_000, value: bytes = b"value", key: bytes | None = b"key",
+               **kw: object) -> bytes:
+    return encode_batch([(key, value + b"-%d" % i, None, ts + i) for i in range(n)], **kw)  # type: ignore[arg-type]
+
+
+def open_log(path: str | os.PathLike[str], clock: FakeClock, **configs: str) -> PartitionLog:
+    overrides = {k.replace("_", "."): v for k, v in configs.items()}
+    return PartitionLog(os.path.join(path, "t-0"), "t", 0, LogConfig.from_dict(overrides), clock)

@@ -396,6 +396,8 @@ _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _ZSTD_LEVEL = 3
 _GZIP_LEVEL = 6
 _DecompressionError = cramjam.DecompressionError
+_OUTPUT_FULL = "whole buffer"
+_CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 
 def _gzip_compress(data: BytesLike) -> bytes:
@@ -530,8 +532,12 @@ def _frame_decompress(codec: int, data: BytesLike, max_size: int) -> bytes:
         try:
             written = into(data, out)
         except _DecompressionError as e:
+            if _OUTPUT_FULL not in str(e):
+                raise CorruptRecordError(f"{_CODEC_NAMES[codec]}: {e}") from None
             if size >= max_size:
-                raise CorruptRecordError(f"corrupt payload or larger than {max_size} bytes: {e}") from None
+                raise CorruptRecordError(
+                    f"{_CODEC_NAMES[codec]} payload inflates beyond {max_size} bytes"
+                ) from None
             size = min(max_size, max(4096, size * 4))
             continue
         return bytes(memoryview(out)[:written]) if written != size else bytes(out)

@@ -46,7 +46,7 @@ from broker.log.errors import (
     OffsetOutOfRangeError,
 )
 from broker.log.producer_state import ProducerStateManager
-from broker.log.segment import FileSlice, Segment, SegmentRecovery
+from broker.log.segment import FileSlice, Segment, SegmentRecovery, TornBatch
 from protocol.records import (
     BATCH_HEADER_SIZE,
     TIMESTAMP_TYPE_MASK,
@@ -385,6 +385,14 @@ class PartitionLog:
         self._check_offset(fetch_offset)
         hw = self.high_watermark
         limit_offset = hw if max_offset is None else min(max_offset, hw)
+        try:
+            slices = self._read_slices(fetch_offset, max_bytes, min_one_message, limit_offset)
+        except TornBatch as t:
+            raise KafkaStorageError(f"{self.name}: unreadable batch {t}") from None
+        return ReadResult(slices, hw, self._log_start, self.log_end_offset)
+
+    def _read_slices(self, fetch_offset: int, max_bytes: int, min_one_message: bool,
+                     limit_offset: int) -> list[FileSlice]:
         slices: list[FileSlice] = []
         if fetch_offset < limit_offset:
             i = self._segment_index_for(fetch_offset)
@@ -399,7 +407,7 @@ class PartitionLog:
                         slices.append(FileSlice(seg.file, pos, end - pos))
                     break
                 i += 1  # offset falls in a gap (e.g. after compaction): continue in the next segment
-        return ReadResult(slices, hw, self._log_start, self.log_end_offset)
+        return slices
 
     @staticmethod
     def _position_of_offset_end(seg: Segment, start: int, offset: int) -> int:
@@ -584,6 +592,7 @@ class PartitionLog:
                 seg.flush_pending_indexes()
                 fds.extend(os.dup(fd) for fd in (seg.fd, seg.offset_index._fd, seg.time_index._fd))
                 seg.dirty = False
+        self._unflushed_messages = 0
         return FlushTicket(fds, self.log_end_offset)
 
     def complete_flush(self, ticket: FlushTicket) -> None:
@@ -600,7 +609,6 @@ class PartitionLog:
     def flush(self) -> None:
         """fsync everything appended so far (synchronously) and checkpoint."""
         self.complete_flush(self.prepare_flush().run())
-        self._unflushed_messages = 0
 
     # ============================================================= lifecycle
     def close(self) -> None:

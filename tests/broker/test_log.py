@@ -473,9 +473,12 @@ def test_process_kill_loses_no_acknowledged_record(tmp_path):
     import sys
     import textwrap
 
+    import broker
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(broker.__file__)))
     script = textwrap.dedent(f"""
         import os, signal, sys
-        sys.path.insert(0, {os.getcwd()!r})
+        sys.path.insert(0, {root!r})
         from broker.log.testing import FakeClock, make_batch, open_log
         log = open_log({str(tmp_path)!r}, FakeClock(), index_interval_bytes="100", flush_ms="{10**12}")
         for i in range(200):

@@ -347,7 +347,7 @@ class PartitionLog:
             stamp_log_append_time(buf, 0, now)
         seg.append(buf, base, last + 1, max_ts, now)
         if h.producer_id >= 0:
-            self.producer_state.update(h, base, max_ts)
+            self.producer_state.update(h, base, max_ts, now)
         self._unflushed_messages += h.records_count
         if self._unflushed_messages >= config.flush_messages:
             self.flush()

@@ -95,8 +95,11 @@ class ProducerStateManager:
                 f"{0 if entry.last_seq == INT32_MAX else entry.last_seq + 1}, got {first}")
         return None
 
-    def update(self, h: BatchHeader, base_offset: int, timestamp: int) -> None:
-        """Record an appended batch (also used when replaying the log)."""
+    def update(self, h: BatchHeader, base_offset: int, timestamp: int, now_ms: int | None = None) -> None:
+        """Record an appended batch (also used when replaying the log).
+
+        ``now_ms`` (broker time) drives producer expiry; on replay the batch timestamp stands in.
+        """
         entry = self.producers.get(h.producer_id)
         if entry is None or h.producer_epoch > entry.epoch:
             entry = ProducerEntry(h.producer_epoch)
@@ -106,7 +109,7 @@ class ProducerStateManager:
         entry.batches.append(BatchMetadata(
             h.base_sequence, last_sequence(h.base_sequence, h.last_offset_delta),
             base_offset, base_offset + h.last_offset_delta, timestamp))
-        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        entry.last_timestamp = max(entry.last_timestamp, timestamp if now_ms is None else now_ms)
         self.changed = True
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:

@@ -1,1 +1,32 @@
-"""kbroker."""
+"""kbroker's asyncio Kafka client: :class:`Producer`, :class:`Consumer`, :class:`Admin`.
+
+Synchronous wrappers for scripts and Spark executors live in :mod:`client.sync`.
+"""
+
+from client.admin import Admin
+from client.consumer import Consumer
+from client.errors import (
+    CommitFailedError,
+    ConcurrentAccessError,
+    ConfigError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
+from client.producer import Producer
+from client.types import (
+    ConsumerRebalanceListener,
+    NewTopic,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    Record,
+    RecordMetadata,
+    TopicPartition,
+)
+
+__all__ = [
+    "Admin", "CommitFailedError", "ConcurrentAccessError", "ConfigError", "Consumer", "ConsumerRebalanceListener",
+    "IllegalStateError", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata",
+    "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata", "TopicPartition",
+]

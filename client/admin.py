@@ -1,0 +1,213 @@
+"""The asyncio Admin client: topics, partitions, groups, offsets with lag, cluster, configs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from client.assignors import decode_assignment
+from client.config import AdminConfig, build_config
+from client.coordinator import find_coordinator
+from client.errors import IllegalStateError, KafkaError
+from client.net import NetworkClient
+from client.offsets import LATEST, fetch_committed, list_offsets
+from client.types import (
+    BrokerNode,
+    ClusterDescription,
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    NewTopic,
+    PartitionOffsetInfo,
+    TopicPartition,
+)
+from protocol.api import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.timer_service import WheelTimer
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+class Admin:
+    """``Admin(bootstrap_servers=..., **config)``; use ``async with``."""
+
+    def __init__(self, **config: Any) -> None:
+        self.config: AdminConfig = build_config(AdminConfig, config)
+        self._net: NetworkClient | None = None
+        self._timers: WheelTimer | None = None
+
+    async def __aenter__(self) -> Admin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        self._timers = WheelTimer()
+        self._net = NetworkClient(self.config, self._timers)
+        self._net.set_topics(None)
+        await self._net.start()
+
+    async def close(self) -> None:
+        if self._net is not None:
+            await self._net.close()
+            self._net = None
+        if self._timers is not None:
+            self._timers.close()
+
+    @property
+    def net(self) -> NetworkClient:
+        if self._net is None:
+            raise IllegalStateError("admin client is not started")
+        return self._net
+
+    async def _controller(self) -> int:
+        md = await self.net.refresh_metadata()
+        if md.controller_id >= 0 and md.controller_id in md.brokers:
+            return md.controller_id
+        node = self.net.least_loaded_node()
+        if node is None:
+            raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, "no broker")
+        return node
+
+    # -- topics ----------------------------------------------------------------------------------
+
+    async def create_topics(self, topics: Mapping[str, int] | Iterable[NewTopic | str], *,
+                            timeout_ms: int = 30000, validate_only: bool = False,
+                            ignore_existing: bool = False) -> None:
+        """Create topics (``{name: partitions}`` or :class:`NewTopic` s); raises on the first failure."""
+        items: list[NewTopic]
+        if isinstance(topics, Mapping):
+            items = [NewTopic(n, p) for n, p in topics.items()]
+        else:
+            items = [NewTopic(t) if isinstance(t, str) else t for t in topics]
+        body = {"topics": [{"name": t.name, "num_partitions": t.num_partitions,
+                            "replication_factor": t.replication_factor, "assignments": [],
+                            "configs": [{"name": k, "value": v} for k, v in t.configs.items()]} for t in items],
+                "timeout_ms": timeout_ms, "validate_only": validate_only}
+        resp = await self.net.send(await self._controller(), ApiKey.CREATE_TOPICS, body,
+                                   timeout_ms=timeout_ms + self.config.request_timeout_ms)
+        for t in resp.topics:
+            if t.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and ignore_existing:
+                continue
+            if t.error_code:
+                raise KafkaError(t.error_code, f"create topic {t.name!r}: {t.error_message or ''}")
+        await self.net.refresh_metadata()
+
+    async def delete_topics(self, topics: Iterable[str], *, timeout_ms: int = 30000) -> None:
+        names = list(topics)
+
+        def build(version: int) -> dict[str, Any]:
+            if version >= 6:
+                return {"topics": [{"name": n} for n in names], "timeout_ms": timeout_ms}
+            return {"topic_names": names, "timeout_ms": timeout_ms}
+
+        resp = await self.net.send(await self._controller(), ApiKey.DELETE_TOPICS, {}, build=build,
+                                   timeout_ms=timeout_ms + self.config.request_timeout_ms)
+        for r in resp.responses:
+            if r.error_code:
+                raise KafkaError(r.error_code, f"delete topic {r.name!r}")
+        await self.net.refresh_metadata()
+
+    async def create_partitions(self, new_totals: Mapping[str, int], *, timeout_ms: int = 30000,
+                                validate_only: bool = False) -> None:
+        """Grow each topic to the given total partition count."""
+        body = {"topics": [{"name": t, "count": n, "assignments": None} for t, n in new_totals.items()],
+                "timeout_ms": timeout_ms, "validate_only": validate_only}
+        resp = await self.net.send(await self._controller(), ApiKey.CREATE_PARTITIONS, body,
+                                   timeout_ms=timeout_ms + self.config.request_timeout_ms)
+        for r in resp.results:
+            if r.error_code:
+                raise KafkaError(r.error_code, f"create partitions {r.name!r}: {r.error_message or ''}")
+        await self.net.refresh_metadata()
+
+    async def list_topics(self, include_internal: bool = False) -> dict[str, int]:
+        md = await self.net.refresh_metadata()
+        return {n: len(t.partitions) for n, t in md.topics.items() if include_internal or not t.is_internal}
+
+    # -- cluster ---------------------------------------------------------------------------------
+
+    async def describe_cluster(self) -> ClusterDescription:
+        node = self.net.least_loaded_node()
+        conn = await self.net.connection(node) if node is not None else None
+        if conn is not None and conn.supports(ApiKey.DESCRIBE_CLUSTER):
+            resp = await conn.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False})
+            if resp.error_code:
+                raise KafkaError(resp.error_code, "DescribeCluster")
+            brokers = [BrokerNode(b.broker_id, b.host, b.port, b.rack) for b in resp.brokers]
+            return ClusterDescription(resp.cluster_id, resp.controller_id, brokers)
+        md = await self.net.refresh_metadata()
+        return ClusterDescription(md.cluster_id, md.controller_id,
+                                  [BrokerNode(b.node_id, b.host, b.port, b.rack) for b in md.brokers.values()])
+
+    async def describe_configs(self, topics: Iterable[str] = (), brokers: Iterable[int] = (),
+                               keys: Iterable[str] | None = None) -> dict[tuple[str, str], dict[str, str | None]]:
+        """``{("topic"|"broker", name): {config: value}}``."""
+        wanted = list(keys) if keys is not None else None
+        resources = [{"resource_type": RESOURCE_TOPIC, "resource_name": t, "configuration_keys": wanted}
+                     for t in topics]
+        resources += [{"resource_type": RESOURCE_BROKER, "resource_name": str(b), "configuration_keys": wanted}
+                      for b in brokers]
+        _, resp = await self.net.send_any(ApiKey.DESCRIBE_CONFIGS, {"resources": resources})
+        out: dict[tuple[str, str], dict[str, str | None]] = {}
+        for r in resp.results:
+            if r.error_code:
+                raise KafkaError(r.error_code, f"describe configs {r.resource_name!r}")
+            kind = "topic" if r.resource_type == RESOURCE_TOPIC else "broker"
+            out[(kind, r.resource_name)] = {c.name: c.value for c in r.configs}
+        return out
+
+    # -- groups ----------------------------------------------------------------------------------
+
+    async def list_groups(self) -> list[GroupListing]:
+        md = await self.net.refresh_metadata()
+        nodes = list(md.brokers) or [self.net.least_loaded_node()]
+        out: list[GroupListing] = []
+        for resp in await asyncio.gather(*(self.net.send(n, ApiKey.LIST_GROUPS, {}) for n in nodes if n is not None)):
+            if resp.error_code:
+                raise KafkaError(resp.error_code, "ListGroups")
+            out += [GroupListing(g.group_id, g.protocol_type, g.group_state) for g in resp.groups]
+        return out
+
+    async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        out: dict[str, GroupDescription] = {}
+        for gid in group_ids:
+            node = await find_coordinator(self.net, gid)
+            resp = await self.net.send(node, ApiKey.DESCRIBE_GROUPS, {"groups": [gid]})
+            for g in resp.groups:
+                if g.error_code:
+                    raise KafkaError(g.error_code, f"describe group {g.group_id!r}")
+                members = []
+                for m in g.members:
+                    assigned: set[TopicPartition] = set()
+                    if g.protocol_type == "consumer" and m.member_assignment:
+                        try:
+                            assigned = {TopicPartition(t, p) for t, p in decode_assignment(m.member_assignment).partitions}
+                        except Exception:
+                            assigned = set()
+                    members.append(MemberDescription(m.member_id, m.group_instance_id, m.client_id,
+                                                     m.client_host, assigned))
+                out[g.group_id] = GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data,
+                                                   members)
+        return out
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> None:
+        for gid in group_ids:
+            node = await find_coordinator(self.net, gid)
+            resp = await self.net.send(node, ApiKey.DELETE_GROUPS, {"groups_names": [gid]})
+            for r in resp.results:
+                if r.error_code:
+                    raise KafkaError(r.error_code, f"delete group {r.group_id!r}")
+
+    async def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                                 ) -> dict[TopicPartition, PartitionOffsetInfo]:
+        """Committed offsets of a group with the log end offset and lag of each partition."""
+        node = await find_coordinator(self.net, group_id)
+        committed = await fetch_committed(self.net, node, group_id, list(partitions) if partitions else None)
+        present = {tp: om for tp, om in committed.items() if om is not None}
+        ends = await list_offsets(self.net, dict.fromkeys(present, LATEST)) if present else {}
+        return {tp: PartitionOffsetInfo(om.offset, om.metadata, ends[tp][0], max(0, ends[tp][0] - om.offset))
+                for tp, om in present.items()}

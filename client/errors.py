@@ -1,0 +1,82 @@
+"""Client-side exceptions.
+
+Every failure reaches the caller as a :class:`KafkaError` (``protocol.error_codes.KafkaError``)
+carrying an :class:`~protocol.error_codes.ErrorCode`: broker errors carry the code they came
+with; local failures carry the closest code (``NETWORK_EXCEPTION`` for a lost connection,
+``REQUEST_TIMED_OUT`` for a timeout, ``UNKNOWN_SERVER_ERROR`` for misuse) and their own type.
+"""
+
+from __future__ import annotations
+
+from protocol.error_codes import ErrorCode, KafkaError
+
+__all__ = [
+    "CommitFailedError", "ConcurrentAccessError", "ConfigError", "ErrorCode", "IllegalStateError",
+    "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NoOffsetForPartitionError",
+    "RecordTooLargeError", "UnsupportedVersionError", "raise_for_code",
+]
+
+
+class _LocalError(KafkaError):
+    default_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str | None = None, code: ErrorCode | int | None = None) -> None:
+        super().__init__(self.default_code if code is None else code, message)
+
+    def __str__(self) -> str:
+        return self.detail or super().__str__()
+
+
+class KafkaConnectionError(_LocalError):
+    """The connection to a broker failed or was closed."""
+
+    default_code = ErrorCode.NETWORK_EXCEPTION
+
+
+class KafkaTimeoutError(_LocalError):
+    """A request or operation did not complete in time."""
+
+    default_code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class IllegalStateError(_LocalError):
+    """The client was used in a way its current state does not allow (closed, not subscribed, ...)."""
+
+
+class ConcurrentAccessError(IllegalStateError):
+    """A consumer was used from a second thread or task while another one owned it."""
+
+
+class ConfigError(_LocalError, ValueError):
+    """An unknown config name or an invalid value."""
+
+    default_code = ErrorCode.INVALID_CONFIG
+
+
+class UnsupportedVersionError(_LocalError):
+    """No version of an API is spoken by both this client and the broker."""
+
+    default_code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class CommitFailedError(_LocalError):
+    """An offset commit was rejected because the group rebalanced; the partitions may be gone."""
+
+    default_code = ErrorCode.REBALANCE_IN_PROGRESS
+
+
+class NoOffsetForPartitionError(_LocalError):
+    """``auto_offset_reset="none"`` and a partition has no valid position."""
+
+    default_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class RecordTooLargeError(_LocalError):
+    """A record is larger than ``max_request_size``."""
+
+    default_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+def raise_for_code(code: int, message: str | None = None) -> None:
+    if code:
+        raise KafkaError(code, message)

@@ -1,0 +1,303 @@
+"""The asyncio Producer: partitioning, batching, the sender, retries, idempotence.
+
+``send()`` picks a partition (explicit, the configured ``partitioner``, or
+:class:`client.partitioner.DefaultPartitioner` — Java murmur2 for keys, sticky for keyless),
+appends the record to :class:`client.accumulator.RecordAccumulator` and awaits delivery.
+``enqueue()`` returns the delivery future without waiting.  One sender task drains ready
+batches grouped by leader and sends one Produce per broker; retriable errors requeue the
+batch (same encoded bytes, same sequence numbers) after ``retry_backoff_ms`` until
+``delivery_timeout_ms``.  With ``enable_idempotence`` an InitProducerId gives the producer id
+and epoch, and each partition's batches carry consecutive sequence numbers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from client.accumulator import ProducerBatch, RecordAccumulator, estimate_size
+from client.config import ProducerConfig, build_config
+from client.errors import (
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+)
+from client.net import NetworkClient, partitions_for
+from client.partitioner import DefaultPartitioner
+from client.types import RecordMetadata, TopicPartition
+from protocol.api import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.timer_service import WheelTimer
+
+log = logging.getLogger(__name__)
+
+Headers = Sequence[tuple[str, bytes | None]] | None
+
+
+class Producer:
+    """``Producer(bootstrap_servers=..., **config)``; use ``async with``."""
+
+    def __init__(self, **config: Any) -> None:
+        self.config: ProducerConfig = build_config(ProducerConfig, config)
+        self._net: NetworkClient | None = None
+        self._timers: WheelTimer | None = None
+        self._acc = RecordAccumulator(self.config.batch_size, self.config.linger_ms)
+        self._partitioner = DefaultPartitioner()
+        self._wake = asyncio.Event()
+        self._space = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
+        self._inflight_tasks: set[asyncio.Task[None]] = set()
+        self._node_inflight: dict[int, int] = {}
+        self._producer_id = -1
+        self._producer_epoch = -1
+        self._sequences: dict[TopicPartition, int] = {}
+        self._unfinished: set[asyncio.Future[RecordMetadata]] = set()
+        self._started = False
+        self._closed = False
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._timers = WheelTimer()
+        self._net = NetworkClient(self.config, self._timers, allow_auto_topic_creation=True)
+        await self._net.start()
+        if self.config.enable_idempotence:
+            await self._init_producer_id()
+        self._sender = asyncio.get_running_loop().create_task(self._run_sender())
+        self._started = True
+
+    async def close(self, timeout_s: float | None = None) -> None:
+        if self._closed:
+            return
+        if self._started:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.flush(), timeout_s)
+        self._closed = True
+        if self._sender is not None:
+            self._sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sender
+        for batch in self._acc.drain_all():
+            self._fail(batch, IllegalStateError("producer closed"))
+        for t in list(self._inflight_tasks):
+            t.cancel()
+        if self._net is not None:
+            await self._net.close()
+        if self._timers is not None:
+            self._timers.close()
+
+    async def _init_producer_id(self) -> None:
+        assert self._net is not None
+        for _ in range(10):
+            _, resp = await self._net.send_any(ApiKey.INIT_PRODUCER_ID, {"transactional_id": None,
+                                                                         "transaction_timeout_ms": 60000})
+            if resp.error_code == 0:
+                self._producer_id, self._producer_epoch = resp.producer_id, resp.producer_epoch
+                return
+            if not ErrorCode.from_code(resp.error_code).retriable:
+                raise KafkaError(resp.error_code, "InitProducerId")
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+        raise KafkaTimeoutError("InitProducerId did not succeed")
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    async def send(self, topic: str, value: Any = None, key: Any = None, headers: Headers = None,
+                   partition: int | None = None, timestamp_ms: int | None = None) -> RecordMetadata:
+        """Send one record and wait until it is acknowledged (per ``acks``)."""
+        return await await_future(await self.enqueue(topic, value, key, headers, partition, timestamp_ms))
+
+    send_and_wait = send
+
+    async def enqueue(self, topic: str, value: Any = None, key: Any = None, headers: Headers = None,
+                      partition: int | None = None, timestamp_ms: int | None = None) -> asyncio.Future[RecordMetadata]:
+        """Append a record to its batch; returns the delivery future without waiting for it."""
+        if self._closed or not self._started or self._net is None:
+            raise IllegalStateError("producer is not running (use 'async with' or await start())")
+        if self.config.key_serializer is not None:
+            key = self.config.key_serializer(key)
+        if self.config.value_serializer is not None:
+            value = self.config.value_serializer(value)
+        hdrs = [(k, v) for k, v in headers] if headers else None
+        size = estimate_size(key, value, hdrs)
+        if size > self.config.max_request_size:
+            raise RecordTooLargeError(f"record of ~{size} bytes exceeds max_request_size")
+        while self._acc.buffered_bytes + size > self.config.buffer_memory:
+            self._space.clear()
+            self._wake.set()
+            await self._space.wait()
+        parts = partitions_for(self._net.metadata, topic)
+        if not parts:
+            parts = await self._net.wait_for_partitions(topic, self.config.request_timeout_ms)
+        n = len(parts)
+        if partition is None:
+            if self.config.partitioner is not None:
+                partition = self.config.partitioner(key, parts, self._net.metadata.available_partitions(topic))
+            else:
+                partition = self._partitioner.partition(topic, key, n, self._net.metadata.available_partitions(topic))
+        elif not 0 <= partition < n:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has no partition {partition}")
+        tp = TopicPartition(topic, partition)
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        self._unfinished.add(fut)
+        fut.add_done_callback(self._unfinished.discard)
+        full = self._acc.append(tp, key, value, hdrs, timestamp_ms, fut, self._net.timers.now_ms())
+        if full and key is None and self.config.partitioner is None:
+            self._partitioner.on_new_batch(topic, partition, n, self._net.metadata.available_partitions(topic))
+        if full or self.config.linger_ms == 0 or len(self._acc.open.get(tp, ())) == 1:
+            self._wake.set()
+        return fut
+
+    async def flush(self, timeout_s: float | None = None) -> None:
+        """Send everything buffered now (ignoring linger) and wait for all deliveries."""
+        if not self._unfinished:
+            return
+        self._acc.flushing += 1
+        self._wake.set()
+        try:
+            pending = list(self._unfinished)
+            await asyncio.wait_for(asyncio.gather(*pending, return_exceptions=True), timeout_s)
+        finally:
+            self._acc.flushing -= 1
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        assert self._net is not None
+        return set(await self._net.wait_for_partitions(topic, self.config.request_timeout_ms))
+
+    # -- sender ----------------------------------------------------------------------------------
+
+    def _leader(self, tp: TopicPartition) -> int | None:
+        assert self._net is not None
+        leader = self._net.metadata.leader_for(tp.topic, tp.partition)
+        if leader is None:
+            self._net.request_metadata_update()
+        return leader
+
+    async def _run_sender(self) -> None:
+        net = self._net
+        assert net is not None
+        max_inflight = self.config.max_in_flight_requests_per_connection
+        while True:
+            now = net.timers.now_ms()
+            for batch in self._acc.expire(now, self.config.delivery_timeout_ms):
+                self._fail(batch, KafkaTimeoutError(f"batch for {batch.tp} expired before it was sent"))
+            ready = self._acc.ready(now, self._leader)
+            for node, batches in ready.items():
+                if self._node_inflight.get(node, 0) >= max_inflight:
+                    for b in batches:
+                        self._acc.in_flight.discard(b.tp)
+                        self._acc.requeue(b, 0)
+                    continue
+                self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
+                task = asyncio.get_running_loop().create_task(self._produce(node, batches))
+                self._inflight_tasks.add(task)
+                task.add_done_callback(self._inflight_tasks.discard)
+            if self._acc.buffered_bytes < self.config.buffer_memory:
+                self._space.set()
+            self._wake.clear()
+            deadline = self._acc.next_deadline()
+            timeout = None if deadline is None else max(0.0, (deadline - net.timers.now_ms()) / 1000)
+            if self._acc.flushing and self._acc.has_unsent():
+                timeout = min(timeout or 0.005, 0.005)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+        net = self._net
+        assert net is not None
+        cfg = self.config
+        try:
+            topic_data: dict[str, list[dict[str, Any]]] = {}
+            for b in batches:
+                seq = -1
+                if self._producer_id >= 0:
+                    if b.encoded is None:
+                        seq = self._sequences.get(b.tp, 0)
+                        self._sequences[b.tp] = (seq + len(b)) & 0x7FFFFFFF
+                    else:
+                        seq = b.base_sequence
+                data = b.encode(cfg.compression, self._producer_id, self._producer_epoch, seq)
+                topic_data.setdefault(b.tp.topic, []).append({"index": b.tp.partition, "records": data})
+                b.attempts += 1
+            body = {"transactional_id": None, "acks": cfg.acks, "timeout_ms": cfg.request_timeout_ms,
+                    "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
+            try:
+                resp = await net.send(node, ApiKey.PRODUCE, body, expect_response=cfg.acks != 0)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                for b in batches:
+                    self._retry_or_fail(b, exc)
+                net.request_metadata_update()
+                return
+            except KafkaError as exc:
+                for b in batches:
+                    self._fail(b, exc)
+                return
+            if cfg.acks == 0:
+                for b in batches:
+                    self._succeed(b, -1, -1)
+                return
+            results = {(t.name, p.index): p for t in resp.responses for p in t.partition_responses}
+            for b in batches:
+                p = results.get(b.tp)
+                if p is None:
+                    self._retry_or_fail(b, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "no partition response"))
+                elif p.error_code == 0 or p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                    self._succeed(b, p.base_offset, p.log_append_time_ms)
+                else:
+                    err = KafkaError(p.error_code, p.error_message)
+                    if err.retriable:
+                        net.request_metadata_update()
+                        self._retry_or_fail(b, err)
+                    else:
+                        self._fail(b, err)
+        except Exception as exc:
+            log.exception("produce to node %s failed", node)
+            for b in batches:
+                if any(not f.done() for f in b.futures):
+                    self._fail(b, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)))
+        finally:
+            self._node_inflight[node] -= 1
+            self._wake.set()
+
+    def _retry_or_fail(self, batch: ProducerBatch, exc: KafkaError) -> None:
+        assert self._net is not None
+        now = self._net.timers.now_ms()
+        if batch.attempts > self.config.retries or now - batch.created_ms > self.config.delivery_timeout_ms:
+            self._fail(batch, exc)
+            return
+        self._acc.in_flight.discard(batch.tp)
+        self._acc.requeue(batch, now + self.config.retry_backoff_ms)
+
+    def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        self._acc.complete(batch)
+        topic, partition = batch.tp
+        for i, (fut, rec) in enumerate(zip(batch.futures, batch.records, strict=True)):
+            if fut.done():
+                continue
+            ts = log_append_time if log_append_time != -1 else rec[3]
+            fut.set_result(RecordMetadata(topic, partition, base_offset + i if base_offset >= 0 else -1, ts))
+
+    def _fail(self, batch: ProducerBatch, exc: BaseException) -> None:
+        self._acc.complete(batch)
+        for fut in batch.futures:
+            if not fut.done():
+                fut.set_exception(exc)
+                fut.exception()
+
+
+async def await_future(fut: asyncio.Future[RecordMetadata]) -> RecordMetadata:
+    return await fut

@@ -1,0 +1,127 @@
+"""Public value types of the client: partitions, records, delivery reports, admin inputs/outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+Headers = list[tuple[str, bytes | None]]
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class Record(NamedTuple):
+    """A consumed record."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+
+
+class RecordMetadata(NamedTuple):
+    """Where a produced record landed (offset -1 with acks=0)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class OffsetAndMetadata(NamedTuple):
+    offset: int
+    metadata: str = ""
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+@dataclass
+class NewTopic:
+    name: str
+    num_partitions: int = 1
+    replication_factor: int = 1
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerNode]
+
+
+@dataclass
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: set[TopicPartition]
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberDescription]
+
+
+@dataclass
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str = ""
+
+
+@dataclass
+class PartitionOffsetInfo:
+    """A group's committed offset for one partition and how far behind the end it is."""
+
+    offset: int
+    metadata: str
+    end_offset: int
+    lag: int
+
+
+class ConsumerRebalanceListener:
+    """Callbacks around rebalances; each may be a plain function or a coroutine function.
+
+    ``on_partitions_revoked`` runs before partitions are given up (offsets are committed
+    first when auto-commit is on); ``on_partitions_lost`` runs instead when they were taken
+    away without a clean revoke (session expired, fenced).  The default ``lost`` delegates to
+    ``revoked``.
+    """
+
+    def on_partitions_revoked(self, revoked: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_assigned(self, assigned: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_lost(self, lost: set[TopicPartition]) -> Any:
+        return self.on_partitions_revoked(lost)
+
+
+def as_partitions(items: Iterable[TopicPartition | tuple[str, int]]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t, p in items]

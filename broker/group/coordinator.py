@@ -1,0 +1,1174 @@
+"""The classic group coordinator as a pure, effect-returning state machine.
+
+No sockets, no asyncio, no sleeps: every entry point takes the current time ``now_ms`` and
+returns an :class:`Effects`.  The caller (the asyncio edge) must
+
+1. append ``effects.records`` to ``__consumer_offsets`` (``(partition, key, value)``, value
+   ``None`` = tombstone), and only **after** they are durable
+2. send ``effects.replies`` — ``(reply_token, response_dict)`` pairs, possibly for *other*
+   parked requests (the last joiner completes everybody's JoinGroup), and
+3. call :meth:`GroupCoordinator.poll` once ``effects.next_deadline_ms`` has passed.
+
+This is Kafka's coordinator-runtime shape (design-models §3.1): a write operation yields
+``(response, records)`` and the response is held back until the records are appended.  State is
+applied optimistically when the operation runs (there is no rollback if the append fails; see
+the package docstring in ``broker.group``).
+
+Dispatch table (state x input -> action); ``validate`` = Dead → COORDINATOR_NOT_AVAILABLE,
+member/instance-id check → UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID, then generation →
+ILLEGAL_GENERATION::
+
+    input \\ state      Empty               PreparingRebalance     CompletingRebalance        Stable
+    Join (new)         add, prepare(delay)  add, maybe complete    add, prepare               add, prepare
+    Join (known)       UNKNOWN_MEMBER_ID    update, maybe complete same meta: current gen     leader/changed meta: prepare
+                                                                   else update, prepare       else current gen
+    Join (static "")   -                    replace, park          replace, prepare           replace; protocol kept:
+                                                                                              persist + current gen
+    Sync               UNKNOWN_MEMBER_ID    REBALANCE_IN_PROGRESS  park; leader: persist,     stored assignment
+                                                                   reply all, → Stable
+    Heartbeat          UNKNOWN_MEMBER_ID    REBALANCE_IN_PROGRESS  NONE (timer reset)         NONE (timer reset)
+    Leave / expiry     -                    remove, maybe complete remove, prepare            remove, prepare
+    OffsetCommit       gen<0: accept        accept (member)        REBALANCE_IN_PROGRESS      accept (member)
+    join timer         -                    complete join          -                          -
+    sync timer         -                    -                      drop unsynced, prepare     drop unsynced, prepare
+
+"prepare" = PreparingRebalance with a join timer of max(rebalance_timeout_ms) (or, from Empty,
+the initial delay extended while members keep arriving); "complete join" = drop dynamic members
+that did not rejoin, re-elect a joined leader, next generation, reply to every parked JoinGroup.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol.error_codes import ErrorCode
+
+from .config import GroupConfig
+from .model import Group, GroupState, Member, OffsetEntry
+from .partitioning import coordinator_partition
+from .records import (
+    GROUP_METADATA_KEY_TYPE,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+    subscribed_topics,
+)
+from .timers import KeyedTimers
+
+__all__ = ["Effects", "GroupCoordinator"]
+
+log = logging.getLogger(__name__)
+
+E = ErrorCode
+EMPTY = GroupState.EMPTY
+PREPARING = GroupState.PREPARING_REBALANCE
+COMPLETING = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+Request = Any           # a dict or a construct Container / protocol Obj with the schema's field names
+Response = dict[str, Any]
+Record = tuple[int, bytes, bytes | None]
+
+_HEARTBEAT = "heartbeat"
+_PENDING = "pending"
+_JOIN = "join"
+_INITIAL_DELAY = "initial-delay"
+_SYNC = "sync"
+_RETENTION = "retention"
+
+
+@dataclass(slots=True)
+class Effects:
+    """What the edge must do after a call: append ``records``, then send ``replies``.
+
+    ``next_deadline_ms`` is when :meth:`GroupCoordinator.poll` should next be called (None = no
+    timer armed).  It is a lower bound: polling early is harmless.
+    """
+
+    replies: list[tuple[Hashable, Response]] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    next_deadline_ms: int | None = None
+
+
+@dataclass(slots=True)
+class _Join:
+    """A decoded JoinGroup request plus its reply context."""
+
+    version: int
+    token: Hashable
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    client_id: str
+    client_host: str
+
+
+def _default_member_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    return requested is not None and current is not None and requested != current
+
+
+class GroupCoordinator:
+    """All classic groups and committed offsets of this broker's ``__consumer_offsets`` partitions.
+
+    ``partition_count(topic)`` (optional) returns the number of partitions of ``topic`` or None
+    when it does not exist; OffsetCommit then answers UNKNOWN_TOPIC_OR_PARTITION for unknown
+    topic-partitions.  ``member_id_factory(prefix)`` makes member ids (Kafka: prefix + "-" +
+    UUID); ``wheel_factory(start_ms)`` builds the timing wheel (tests may inject one).
+    """
+
+    def __init__(self, config: GroupConfig | None = None, *, now_ms: int = 0,
+                 partition_count: Callable[[str], int | None] | None = None,
+                 member_id_factory: Callable[[str], str] = _default_member_id,
+                 wheel_factory: Callable[[int], Any] | None = None) -> None:
+        self.config = config or GroupConfig()
+        self.groups: dict[str, Group] = {}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetEntry]] = {}
+        self.timers = KeyedTimers(now_ms, wheel_factory)
+        self._partition_count = partition_count
+        self._new_member_id = member_id_factory
+        self._fx = Effects()
+        self._now = now_ms
+        self.timers.schedule((_RETENTION,), now_ms + self.config.offsets_retention_check_interval_ms)
+
+    # ============================================================================ plumbing
+
+    def _begin(self, now_ms: int) -> None:
+        self._now = now_ms
+        self._fx = Effects()
+
+    def _finish(self) -> Effects:
+        fx = self._fx
+        fx.next_deadline_ms = self.timers.next_deadline()
+        self._fx = Effects()
+        return fx
+
+    def _reply(self, token: Hashable, response: Response) -> None:
+        self._fx.replies.append((token, response))
+
+    def _partition(self, group_id: str) -> int:
+        return coordinator_partition(group_id, self.config.offsets_topic_num_partitions)
+
+    def next_deadline(self) -> int | None:
+        """When :meth:`poll` should next run (a lower bound), or None when no timer is armed."""
+        return self.timers.next_deadline()
+
+    def handle(self, api_key: int, now_ms: int, api_version: int, request: Request, token: Hashable,
+               *, client_id: str = "", client_host: str = "") -> Effects:
+        """Dispatch by Kafka API key (8, 9, 11-16, 42, 47)."""
+        if api_key == 11:
+            return self.join_group(now_ms, api_version, request, token,
+                                   client_id=client_id, client_host=client_host)
+        handler = self._BY_KEY.get(api_key)
+        if handler is None:
+            raise ValueError(f"API key {api_key} is not a group-coordinator API")
+        return handler(self, now_ms, api_version, request, token)
+
+    # ============================================================================ JoinGroup
+
+    def join_group(self, now_ms: int, api_version: int, request: Request, token: Hashable, *,
+                   client_id: str = "", client_host: str = "") -> Effects:
+        """JoinGroup v2-9. ``client_id``/``client_host`` come from the request header/connection."""
+        self._begin(now_ms)
+        g = request.get
+        session = g("session_timeout_ms")
+        rebalance = g("rebalance_timeout_ms", -1)
+        jr = _Join(
+            version=api_version, token=token, group_id=g("group_id") or "", member_id=g("member_id") or "",
+            instance_id=g("group_instance_id") if api_version >= 5 else None,
+            session_timeout_ms=session,
+            rebalance_timeout_ms=rebalance if rebalance is not None and rebalance > 0 else session,
+            protocol_type=g("protocol_type") or "",
+            protocols=tuple((p.get("name"), bytes(p.get("metadata") or b"")) for p in g("protocols") or ()),
+            client_id=client_id, client_host=client_host)
+        self._join(jr)
+        return self._finish()
+
+    def _join(self, jr: _Join) -> None:
+        cfg = self.config
+        if not jr.group_id:
+            return self._join_error(jr, E.INVALID_GROUP_ID)
+        if not cfg.min_session_timeout_ms <= jr.session_timeout_ms <= cfg.max_session_timeout_ms:
+            return self._join_error(jr, E.INVALID_SESSION_TIMEOUT)
+        group = self.groups.get(jr.group_id)
+        is_new_group = group is None
+        if group is None:
+            if jr.member_id:
+                return self._join_error(jr, E.UNKNOWN_MEMBER_ID)
+            group = Group(jr.group_id, self._now)
+        if group.state is DEAD:
+            return self._join_error(jr, E.COORDINATOR_NOT_AVAILABLE)
+        if not self._accept_joining_member(group, jr):
+            member = group.members.get(jr.member_id)
+            if member is not None:
+                self._remove_member(group, member, "group max size reached")
+                self._after_removal(group)
+            return self._join_error(jr, E.GROUP_MAX_SIZE_REACHED, member_id="")
+        if not group.supports_protocols(jr.protocol_type, [name for name, _ in jr.protocols]):
+            return self._join_error(jr, E.INCONSISTENT_GROUP_PROTOCOL)
+        if is_new_group:
+            self.groups[jr.group_id] = group
+        if jr.member_id:
+            self._join_known_member(group, jr)
+        else:
+            self._join_new_member(group, jr)
+
+    def _accept_joining_member(self, group: Group, jr: _Join) -> bool:
+        """Kafka's ``acceptJoiningMember`` (group.max.size)."""
+        max_size = self.config.max_size
+        if group.state in (EMPTY, DEAD):
+            return True
+        if not jr.member_id and jr.instance_id is not None and jr.instance_id in group.static_members:
+            return True  # a known static member replacing itself does not grow the group
+        if group.state is PREPARING:
+            member = group.members.get(jr.member_id)
+            return (member is not None and member.awaiting_join) or group.num_awaiting_join < max_size
+        return jr.member_id in group.members or len(group.members) < max_size
+
+    def _join_new_member(self, group: Group, jr: _Join) -> None:
+        member_id = self._new_member_id(jr.instance_id if jr.instance_id is not None else jr.client_id)
+        if jr.instance_id is not None:
+            old_id = group.static_members.get(jr.instance_id)
+            if old_id is None:
+                self._add_member_and_rebalance(group, jr, member_id)
+            else:
+                self._update_static_member_and_rebalance(group, jr, old_id, member_id)
+        elif jr.version >= 4:
+            # KIP-394: hand out the id, remember it as pending, expect a rejoin with it.
+            group.pending_members.add(member_id)
+            self.timers.schedule((_PENDING, group.group_id, member_id), self._now + jr.session_timeout_ms)
+            self._join_error(jr, E.MEMBER_ID_REQUIRED, member_id=member_id)
+        else:
+            self._add_member_and_rebalance(group, jr, member_id)
+
+    def _join_known_member(self, group: Group, jr: _Join) -> None:
+        if jr.member_id in group.pending_members:
+            return self._add_member_and_rebalance(group, jr, jr.member_id)
+        error = self._validate_member(group, jr.member_id, jr.instance_id)
+        if error is not None:
+            return self._join_error(jr, error)
+        member = group.members[jr.member_id]
+        state = group.state
+        if state is PREPARING:
+            self._update_member_and_rebalance(group, member, jr)
+        elif state is COMPLETING:
+            if member.protocols == jr.protocols:
+                # A retried JoinGroup: the member already has this generation.
+                self._reschedule_heartbeat(group, member)
+                self._reply_current_generation(group, member, jr, with_members=member.member_id == group.leader_id)
+            else:
+                self._update_member_and_rebalance(group, member, jr)
+        elif state is STABLE:
+            if member.member_id == group.leader_id or member.protocols != jr.protocols:
+                self._update_member_and_rebalance(group, member, jr)
+            else:
+                self._reschedule_heartbeat(group, member)
+                self._reply_current_generation(group, member, jr, with_members=False)
+        else:  # Empty groups have no members; Dead was rejected earlier
+            self._join_error(jr, E.UNKNOWN_MEMBER_ID)
+
+    def _add_member_and_rebalance(self, group: Group, jr: _Join, member_id: str) -> None:
+        member = Member(member_id, jr.instance_id, jr.client_id, jr.client_host, jr.rebalance_timeout_ms,
+                        jr.session_timeout_ms, jr.protocol_type, jr.protocols)
+        member.is_new = True
+        member.join_token = jr.token
+        member.join_version = jr.version
+        if group.state is PREPARING and group.initial_delay_ms > 0:
+            group.new_member_added = True
+        group.add(member)
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self.timers.cancel((_PENDING, group.group_id, member_id))
+        # New members cannot heartbeat while parked: expire them after the new-member join timeout.
+        self.timers.schedule((_HEARTBEAT, group.group_id, member_id),
+                             self._now + self.config.new_member_join_timeout_ms)
+        self._rebalance_or_complete(group, f"member {member_id} joined")
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, jr: _Join) -> None:
+        group.update_protocols(member, jr.protocols)
+        member.rebalance_timeout_ms = jr.rebalance_timeout_ms
+        member.session_timeout_ms = jr.session_timeout_ms
+        old_version = member.join_version
+        old = group.set_join(member, jr.token, jr.version)
+        if old is not None:  # superseded by a newer JoinGroup from the same member
+            self._reply(old, _join_response(old_version, E.REBALANCE_IN_PROGRESS, member.member_id))
+        self._rebalance_or_complete(group, f"member {member.member_id} rejoined")
+
+    def _update_static_member_and_rebalance(self, group: Group, jr: _Join, old_id: str, new_id: str) -> None:
+        """A known ``group.instance.id`` rejoins with an empty member id: fence the old incarnation."""
+        member = group.members[old_id]
+        old_leader = group.leader_id
+        self._fence_parked(group, member)
+        group.replace_static(member, new_id)
+        self.timers.cancel((_HEARTBEAT, group.group_id, old_id))
+        group.update_protocols(member, jr.protocols)
+        member.rebalance_timeout_ms = jr.rebalance_timeout_ms
+        member.session_timeout_ms = jr.session_timeout_ms
+        member.client_id = jr.client_id
+        member.client_host = jr.client_host
+        self._reschedule_heartbeat(group, member)
+        state = group.state
+        if state is STABLE and group.select_protocol() == group.protocol_name:
+            # No rebalance: persist the new member id, hand back the current generation.
+            self._store_group(group)
+            skip = jr.version >= 9
+            is_leader = group.leader_id == new_id
+            self._reply(jr.token, _join_response(
+                jr.version, E.NONE, new_id, group.generation_id, group.protocol_type, group.protocol_name,
+                leader=(group.leader_id if skip else old_leader) or "",
+                members=self._leader_member_list(group, jr.version) if skip and is_leader else [],
+                skip_assignment=skip and is_leader))
+            return
+        group.set_join(member, jr.token, jr.version)
+        if state is PREPARING:
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"static member {jr.instance_id} rejoined as {new_id}")
+
+    def _fence_parked(self, group: Group, member: Member) -> None:
+        """The old incarnation of a replaced static member gets FENCED_INSTANCE_ID if parked."""
+        if member.join_token is not None:
+            self._reply(member.join_token,
+                        _join_response(member.join_version, E.FENCED_INSTANCE_ID, member.member_id))
+            group.set_join(member, None)
+        if member.sync_token is not None:
+            self._reply(member.sync_token, _sync_response(member.sync_version, E.FENCED_INSTANCE_ID))
+            member.sync_token = None
+
+    def _reply_current_generation(self, group: Group, member: Member, jr: _Join, with_members: bool) -> None:
+        self._reply(jr.token, _join_response(
+            jr.version, E.NONE, member.member_id, group.generation_id, group.protocol_type,
+            group.protocol_name, leader=group.leader_id or "",
+            members=self._leader_member_list(group, jr.version) if with_members else []))
+
+    def _join_error(self, jr: _Join, error: ErrorCode, member_id: str | None = None) -> None:
+        self._reply(jr.token, _join_response(jr.version, error, jr.member_id if member_id is None else member_id))
+
+    def _leader_member_list(self, group: Group, version: int) -> list[Response]:
+        protocol = group.protocol_name
+        if version >= 5:
+            return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                     "metadata": m.metadata(protocol)} for m in group.members.values()]
+        return [{"member_id": m.member_id, "metadata": m.metadata(protocol)} for m in group.members.values()]
+
+    # ---------------------------------------------------------------- rebalance machinery
+
+    def _rebalance_or_complete(self, group: Group, reason: str) -> None:
+        if group.state is PREPARING:
+            self._maybe_complete_join(group)
+        elif group.state in (EMPTY, STABLE, COMPLETING):
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        gid = group.group_id
+        if group.state is COMPLETING:
+            # Parked SyncGroups (followers waiting for the leader) learn that the generation is gone.
+            for member in group.members.values():
+                member.assignment = b""
+                if member.sync_token is not None:
+                    self._reply(member.sync_token, _sync_response(member.sync_version, E.REBALANCE_IN_PROGRESS))
+                    member.sync_token = None
+        self.timers.cancel((_SYNC, gid))
+        group.pending_sync.clear()
+        initial = group.state is EMPTY and self.config.initial_rebalance_delay_ms > 0
+        log.info("group %s: preparing rebalance (generation %d): %s", gid, group.generation_id, reason)
+        group.transition_to(PREPARING, self._now)
+        if initial:
+            delay = self.config.initial_rebalance_delay_ms
+            group.initial_delay_ms = delay
+            group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
+            group.new_member_added = False
+            self.timers.schedule((_INITIAL_DELAY, gid), self._now + delay)
+        else:
+            group.initial_delay_ms = 0
+            self.timers.schedule((_JOIN, gid), self._now + group.rebalance_timeout_ms())
+            self._maybe_complete_join(group)
+
+    def _maybe_complete_join(self, group: Group) -> None:
+        if group.state is PREPARING and group.initial_delay_ms == 0 and group.has_all_members_joined():
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        gid = group.group_id
+        self.timers.cancel((_JOIN, gid))
+        self.timers.cancel((_INITIAL_DELAY, gid))
+        group.initial_delay_ms = 0
+        if group.state is not PREPARING:
+            return
+        # Dynamic members that did not rejoin in time are out; static members stay.
+        for m in [m for m in group.members.values() if m.join_token is None and m.group_instance_id is None]:
+            self._remove_member(group, m, "did not rejoin before the rebalance timeout")
+        if group.members and not self._maybe_elect_new_joined_leader(group):
+            log.info("group %s: no member rejoined; rescheduling the join", gid)
+            self.timers.schedule((_JOIN, gid), self._now + group.rebalance_timeout_ms())
+            return
+        group.generation_id += 1
+        group.subscribed_known = False
+        if not group.members:
+            group.protocol_name = None
+            group.transition_to(EMPTY, self._now)
+            self._store_group(group)
+            return
+        group.protocol_name = group.select_protocol()
+        group.transition_to(COMPLETING, self._now)
+        log.info("group %s: generation %d with %d members (protocol %s)",
+                 gid, group.generation_id, len(group.members), group.protocol_name)
+        leader_id = group.leader_id
+        for member in group.members.values():
+            token = member.join_token
+            if token is not None:
+                version = member.join_version
+                members: list[Response] = []
+                if member.member_id == leader_id:
+                    members = self._leader_member_list(group, version)
+                self._reply(token, _join_response(version, E.NONE, member.member_id, group.generation_id,
+                                                  group.protocol_type, group.protocol_name,
+                                                  leader=leader_id or "", members=members))
+                group.set_join(member, None)
+            member.is_new = False
+            self._reschedule_heartbeat(group, member)
+            group.pending_sync.add(member.member_id)
+        self.timers.schedule((_SYNC, gid), self._now + group.rebalance_timeout_ms())
+
+    @staticmethod
+    def _maybe_elect_new_joined_leader(group: Group) -> bool:
+        leader = group.members.get(group.leader_id) if group.leader_id is not None else None
+        if leader is None:
+            return False
+        if leader.join_token is not None:
+            return True
+        for member in group.members.values():
+            if member.join_token is not None:
+                group.leader_id = member.member_id
+                return True
+        return False
+
+    def _remove_member(self, group: Group, member: Member, reason: str) -> None:
+        """Drop a member (no rebalance decision); its parked requests get UNKNOWN_MEMBER_ID."""
+        if member.join_token is not None:
+            self._reply(member.join_token, _join_response(member.join_version, E.UNKNOWN_MEMBER_ID, ""))
+        if member.sync_token is not None:
+            self._reply(member.sync_token, _sync_response(member.sync_version, E.UNKNOWN_MEMBER_ID))
+            member.sync_token = None
+        group.remove(member.member_id)
+        self.timers.cancel((_HEARTBEAT, group.group_id, member.member_id))
+        log.debug("group %s: removed member %s: %s", group.group_id, member.member_id, reason)
+
+    def _after_removal(self, group: Group) -> None:
+        if group.state in (STABLE, COMPLETING):
+            self._prepare_rebalance(group, "member left or expired")
+        elif group.state is PREPARING:
+            self._maybe_complete_join(group)
+
+    def _reschedule_heartbeat(self, group: Group, member: Member) -> None:
+        self.timers.schedule((_HEARTBEAT, group.group_id, member.member_id),
+                             self._now + member.session_timeout_ms)
+
+    def _validate_member(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode | None:
+        if instance_id is not None:
+            existing = group.static_members.get(instance_id)
+            if existing is None:
+                return E.UNKNOWN_MEMBER_ID
+            if existing != member_id:
+                return E.FENCED_INSTANCE_ID
+            return None
+        if member_id not in group.members:
+            return E.UNKNOWN_MEMBER_ID
+        return None
+
+    def _validate_generation(self, group: Group | None, member_id: str, instance_id: str | None,
+                             generation_id: int) -> ErrorCode | None:
+        """Sync/Heartbeat validation: Dead, member/instance, generation."""
+        if group is None:
+            return E.UNKNOWN_MEMBER_ID
+        if group.state is DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return E.ILLEGAL_GENERATION
+        return None
+
+    def _store_group(self, group: Group) -> None:
+        protocol = group.protocol_name
+        value = {
+            "protocol_type": group.protocol_type or "",
+            "generation": group.generation_id,
+            "protocol": protocol,
+            "leader": group.leader_id if group.members else None,
+            "current_state_timestamp": group.current_state_timestamp,
+            "members": [{
+                "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id, "client_host": m.client_host,
+                "rebalance_timeout": m.rebalance_timeout_ms, "session_timeout": m.session_timeout_ms,
+                "subscription": m.metadata(protocol), "assignment": m.assignment,
+            } for m in group.members.values()],
+        }
+        self._fx.records.append((self._partition(group.group_id), encode_group_metadata_key(group.group_id),
+                                 encode_group_metadata_value(value)))
+
+    def _subscribed(self, group: Group) -> frozenset[str] | None:
+        """Union of the members' consumer subscriptions (None: not a consumer group / unparsable)."""
+        if not group.subscribed_known:
+            topics: set[str] | None = None
+            if group.protocol_type == "consumer" and group.protocol_name is not None and group.members:
+                topics = set()
+                for m in group.members.values():
+                    sub = subscribed_topics(m.metadata(group.protocol_name))
+                    if sub is None:
+                        topics = None
+                        break
+                    topics |= sub
+            group.subscribed = frozenset(topics) if topics is not None else None
+            group.subscribed_known = True
+        return group.subscribed
+
+    # ============================================================================ SyncGroup
+
+    def sync_group(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """SyncGroup v0-5."""
+        self._begin(now_ms)
+        g = request.get
+        group_id = g("group_id") or ""
+        member_id = g("member_id") or ""
+        instance_id = g("group_instance_id") if api_version >= 3 else None
+        v = api_version
+        if not group_id:
+            self._reply(token, _sync_response(v, E.INVALID_GROUP_ID))
+            return self._finish()
+        group = self.groups.get(group_id)
+        error = self._validate_generation(group, member_id, instance_id, g("generation_id"))
+        if error is None and api_version >= 5 and group is not None and (
+                _inconsistent(g("protocol_type"), group.protocol_type)
+                or _inconsistent(g("protocol_name"), group.protocol_name)):
+            error = E.INCONSISTENT_GROUP_PROTOCOL
+        if error is not None:
+            self._reply(token, _sync_response(v, error))
+            return self._finish()
+        assert group is not None
+        state = group.state
+        if state is EMPTY:
+            self._reply(token, _sync_response(v, E.UNKNOWN_MEMBER_ID))
+        elif state is PREPARING:
+            self._reply(token, _sync_response(v, E.REBALANCE_IN_PROGRESS))
+        elif state is COMPLETING:
+            member = group.members[member_id]
+            if member.sync_token is not None:
+                self._reply(member.sync_token, _sync_response(member.sync_version, E.REBALANCE_IN_PROGRESS))
+            member.sync_token = token
+            member.sync_version = v
+            self._synced(group, member)
+            if member_id == group.leader_id:
+                assignments = {a.get("member_id"): bytes(a.get("assignment") or b"")
+                               for a in g("assignments") or ()}
+                for m in group.members.values():
+                    m.assignment = assignments.get(m.member_id, b"")
+                self._store_group(group)
+                group.transition_to(STABLE, self._now)
+                log.info("group %s: stable at generation %d", group_id, group.generation_id)
+                for m in group.members.values():
+                    if m.sync_token is not None:
+                        self._reply(m.sync_token, _sync_response(m.sync_version, E.NONE, group, m.assignment))
+                        m.sync_token = None
+        else:  # Stable
+            member = group.members[member_id]
+            self._synced(group, member)
+            self._reply(token, _sync_response(v, E.NONE, group, member.assignment))
+        return self._finish()
+
+    def _synced(self, group: Group, member: Member) -> None:
+        self._reschedule_heartbeat(group, member)
+        pending = group.pending_sync
+        if member.member_id in pending:
+            pending.discard(member.member_id)
+            if not pending:
+                self.timers.cancel((_SYNC, group.group_id))
+
+    # ============================================================================ Heartbeat
+
+    def heartbeat(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """Heartbeat v0-4."""
+        self._begin(now_ms)
+        g = request.get
+        group_id = g("group_id") or ""
+        member_id = g("member_id") or ""
+        instance_id = g("group_instance_id") if api_version >= 3 else None
+        if not group_id:
+            error: ErrorCode | None = E.INVALID_GROUP_ID
+        else:
+            group = self.groups.get(group_id)
+            error = self._validate_generation(group, member_id, instance_id, g("generation_id"))
+            if error is None:
+                assert group is not None
+                if group.state is EMPTY:
+                    error = E.UNKNOWN_MEMBER_ID
+                else:
+                    self._reschedule_heartbeat(group, group.members[member_id])
+                    error = E.REBALANCE_IN_PROGRESS if group.state is PREPARING else E.NONE
+        self._reply(token, _heartbeat_response(api_version, error))
+        return self._finish()
+
+    # ============================================================================ LeaveGroup
+
+    def leave_group(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """LeaveGroup v0-5 (v3+ batches members by member id and/or group instance id)."""
+        self._begin(now_ms)
+        g = request.get
+        v = api_version
+        group_id = g("group_id") or ""
+        if v >= 3:
+            identities = [(m.get("member_id") or "", m.get("group_instance_id")) for m in g("members") or ()]
+        else:
+            identities = [(g("member_id") or "", None)]
+        group = self.groups.get(group_id)
+        top: ErrorCode = E.NONE
+        if not group_id:
+            top = E.INVALID_GROUP_ID
+        elif group is None:
+            top = E.UNKNOWN_MEMBER_ID
+        elif group.state is DEAD:
+            top = E.COORDINATOR_NOT_AVAILABLE
+        results: list[tuple[str, str | None, ErrorCode]] = []
+        if top is E.NONE:
+            assert group is not None
+            removed = False
+            for member_id, instance_id in identities:
+                error: ErrorCode = E.NONE
+                if not member_id:
+                    target = group.static_members.get(instance_id) if instance_id is not None else None
+                    if target is None:
+                        error = E.UNKNOWN_MEMBER_ID
+                    else:
+                        self._remove_member(group, group.members[target], "left (admin, by instance id)")
+                        removed = True
+                elif member_id in group.pending_members:
+                    group.pending_members.discard(member_id)
+                    self.timers.cancel((_PENDING, group_id, member_id))
+                    removed = True
+                else:
+                    found = self._validate_member(group, member_id, instance_id)
+                    if found is not None:
+                        error = found
+                    else:
+                        self._remove_member(group, group.members[member_id], "left the group")
+                        removed = True
+                results.append((member_id, instance_id, error))
+            if removed:
+                self._after_removal(group)
+        resp: Response = {"error_code": top}
+        if v >= 1:
+            resp["throttle_time_ms"] = 0
+        if v >= 3:
+            resp["members"] = [{"member_id": mid, "group_instance_id": iid, "error_code": err}
+                               for mid, iid, err in results]
+        elif results:
+            resp["error_code"] = results[0][2]
+        self._reply(token, resp)
+        return self._finish()
+
+    # ============================================================================ timers
+
+    def poll(self, now_ms: int) -> Effects:
+        """Fire every timer due at ``now_ms`` (sessions, joins, syncs, pending members, retention)."""
+        self._begin(now_ms)
+        for key in self.timers.expire(now_ms):
+            kind = key[0]
+            if kind == _HEARTBEAT:
+                self._on_session_expired(key[1], key[2])
+            elif kind == _JOIN:
+                group = self.groups.get(key[1])
+                if group is not None and group.state is PREPARING:
+                    self._complete_join(group)
+            elif kind == _INITIAL_DELAY:
+                self._on_initial_delay(key[1])
+            elif kind == _SYNC:
+                self._on_sync_expired(key[1])
+            elif kind == _PENDING:
+                self._on_pending_expired(key[1], key[2])
+            elif kind == _RETENTION:
+                self._cleanup_offsets()
+                self.timers.schedule((_RETENTION,), now_ms + self.config.offsets_retention_check_interval_ms)
+        return self._finish()
+
+    def _on_session_expired(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        if member.has_satisfied_heartbeat():
+            self._reschedule_heartbeat(group, member)
+            return
+        log.info("group %s: member %s session expired", group_id, member_id)
+        self._remove_member(group, member, "session timeout")
+        self._after_removal(group)
+
+    def _on_pending_expired(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self._maybe_complete_join(group)
+
+    def _on_initial_delay(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is None or group.state is not PREPARING or group.initial_delay_ms == 0:
+            return
+        remaining = group.initial_remaining_ms
+        if group.new_member_added and remaining > 0:
+            # Members are still arriving: wait another delay, bounded by the rebalance timeout.
+            group.new_member_added = False
+            delay = min(self.config.initial_rebalance_delay_ms, remaining)
+            group.initial_remaining_ms = max(remaining - group.initial_delay_ms, 0)
+            group.initial_delay_ms = delay
+            self.timers.schedule((_INITIAL_DELAY, group_id), self._now + delay)
+            return
+        self._complete_join(group)
+
+    def _on_sync_expired(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is None or group.state not in (COMPLETING, STABLE) or not group.pending_sync:
+            return
+        for member_id in list(group.pending_sync):
+            member = group.members.get(member_id)
+            if member is not None:
+                self._remove_member(group, member, "no SyncGroup before the rebalance timeout")
+        group.pending_sync.clear()
+        self._prepare_rebalance(group, "pending SyncGroup expired")
+
+    # ============================================================================ OffsetCommit
+
+    def offset_commit(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """OffsetCommit v2-9."""
+        self._begin(now_ms)
+        g = request.get
+        v = api_version
+        group_id = g("group_id") or ""
+        generation = g("generation_id_or_member_epoch", -1)
+        member_id = g("member_id") or ""
+        instance_id = g("group_instance_id") if v >= 7 else None
+        retention = g("retention_time_ms", -1) if v <= 4 else -1
+        topics = g("topics") or ()
+        counts = self._partition_count
+
+        group = self.groups.get(group_id)
+        create = False
+        error: ErrorCode | None
+        if group is None:
+            if generation < 0:
+                error, create = None, True
+            else:
+                error = E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
+        else:
+            error = self._validate_offset_commit(group, member_id, instance_id, generation)
+        if error is None:
+            if create:
+                group = self.groups[group_id] = Group(group_id, now_ms)
+            assert group is not None
+            member = group.members.get(member_id) if member_id else None
+            if member is not None:
+                self._reschedule_heartbeat(group, member)
+
+        partition = self._partition(group_id)
+        max_meta = self.config.offset_metadata_max_bytes
+        expire = now_ms + retention if retention is not None and retention >= 0 else -1
+        out_topics = []
+        for t in topics:
+            name = t.get("name")
+            count = counts(name) if counts is not None else None
+            out_parts = []
+            for p in t.get("partitions") or ():
+                index = p.get("partition_index")
+                if counts is not None and (count is None or not 0 <= index < count):
+                    code: ErrorCode = E.UNKNOWN_TOPIC_OR_PARTITION
+                elif error is not None:
+                    code = error
+                else:
+                    metadata = p.get("committed_metadata") or ""
+                    if len(metadata) > max_meta:
+                        code = E.OFFSET_METADATA_TOO_LARGE
+                    else:
+                        code = E.NONE
+                        epoch = p.get("committed_leader_epoch", -1) if v >= 6 else -1
+                        offset = p.get("committed_offset")
+                        self.offsets.setdefault(group_id, {})[(name, index)] = OffsetEntry(
+                            offset, epoch, metadata, now_ms, expire)
+                        self._fx.records.append((partition, encode_offset_commit_key(group_id, name, index),
+                                                 encode_offset_commit_value(offset, epoch, metadata, now_ms,
+                                                                            expire)))
+                out_parts.append({"partition_index": index, "error_code": code})
+            out_topics.append({"name": name, "partitions": out_parts})
+        resp: Response = {"topics": out_topics}
+        if v >= 3:
+            resp["throttle_time_ms"] = 0
+        self._reply(token, resp)
+        return self._finish()
+
+    @staticmethod
+    def _validate_offset_commit(group: Group, member_id: str, instance_id: str | None,
+                                generation: int) -> ErrorCode | None:
+        """Kafka's ``ClassicGroup.validateOffsetCommit`` (notes §4.5), non-transactional."""
+        if group.state is DEAD:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation < 0 and group.state is EMPTY:
+            return None
+        if generation >= 0 or member_id or instance_id is not None:
+            if instance_id is not None:
+                existing = group.static_members.get(instance_id)
+                if existing is None:
+                    return E.UNKNOWN_MEMBER_ID
+                if existing != member_id:
+                    return E.FENCED_INSTANCE_ID
+            elif member_id not in group.members:
+                return E.UNKNOWN_MEMBER_ID
+            if generation != group.generation_id:
+                return E.ILLEGAL_GENERATION
+        elif group.state is not EMPTY:
+            return E.UNKNOWN_MEMBER_ID
+        if group.state is COMPLETING:
+            return E.REBALANCE_IN_PROGRESS
+        return None
+
+    # ============================================================================ OffsetFetch
+
+    def offset_fetch(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """OffsetFetch v1-9 (v8+: several groups per request)."""
+        self._begin(now_ms)
+        g = request.get
+        v = api_version
+        if v >= 8:
+            groups = []
+            for req_group in g("groups") or ():
+                gid = req_group.get("group_id") or ""
+                groups.append({"group_id": gid, "topics": self._fetch_topics(gid, req_group.get("topics"), v),
+                               "error_code": E.NONE})
+            self._reply(token, {"throttle_time_ms": 0, "groups": groups})
+        else:
+            topics = g("topics")
+            resp: Response = {"topics": self._fetch_topics(g("group_id") or "", topics if v >= 2 else topics or [], v)}
+            if v >= 2:
+                resp["error_code"] = E.NONE
+            if v >= 3:
+                resp["throttle_time_ms"] = 0
+            self._reply(token, resp)
+        return self._finish()
+
+    def _fetch_topics(self, group_id: str, topics: Iterable[Any] | None, version: int) -> list[Response]:
+        offsets = self.offsets.get(group_id, {})
+        with_epoch = version >= 5
+        wanted: list[tuple[str, list[int]]]
+        if topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, index in sorted(offsets):
+                by_topic.setdefault(topic, []).append(index)
+            wanted = list(by_topic.items())
+        else:
+            wanted = [(t.get("name"), list(t.get("partition_indexes") or ())) for t in topics]
+        out = []
+        for name, indexes in wanted:
+            parts = []
+            for index in indexes:
+                entry = offsets.get((name, index))
+                part: Response = {"partition_index": index,
+                                  "committed_offset": entry.offset if entry else -1,
+                                  "metadata": entry.metadata if entry else "",
+                                  "error_code": E.NONE}
+                if with_epoch:
+                    part["committed_leader_epoch"] = entry.leader_epoch if entry else -1
+                parts.append(part)
+            out.append({"name": name, "partitions": parts})
+        return out
+
+    # ============================================================================ Describe / List
+
+    def describe_groups(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """DescribeGroups v0-6."""
+        self._begin(now_ms)
+        v = api_version
+        out = []
+        for gid in request.get("groups") or ():
+            group = self.groups.get(gid)
+            if group is None or group.state is DEAD:
+                entry: Response = {"error_code": E.GROUP_ID_NOT_FOUND if v >= 6 else E.NONE, "group_id": gid,
+                                   "group_state": DEAD.value, "protocol_type": "", "protocol_data": "",
+                                   "members": []}
+                if v >= 6:
+                    entry["error_message"] = f"Group {gid} not found."
+            else:
+                stable = group.state is STABLE
+                protocol = group.protocol_name if stable else None
+                members = []
+                for m in group.members.values():
+                    md: Response = {"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
+                                    "member_metadata": m.metadata(protocol) if stable else b"",
+                                    "member_assignment": m.assignment if stable else b""}
+                    if v >= 4:
+                        md["group_instance_id"] = m.group_instance_id
+                    members.append(md)
+                entry = {"error_code": E.NONE, "group_id": gid, "group_state": group.state.value,
+                         "protocol_type": group.protocol_type or "", "protocol_data": protocol or "",
+                         "members": members}
+                if v >= 6:
+                    entry["error_message"] = None
+            if v >= 3:
+                entry["authorized_operations"] = -2147483648
+            out.append(entry)
+        resp: Response = {"groups": out}
+        if v >= 1:
+            resp["throttle_time_ms"] = 0
+        self._reply(token, resp)
+        return self._finish()
+
+    def list_groups(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """ListGroups v0-5 (states_filter v4+, types_filter v5+; every group here is "classic")."""
+        self._begin(now_ms)
+        v = api_version
+        states = {s.lower() for s in request.get("states_filter") or ()} if v >= 4 else set()
+        types = {t.lower() for t in request.get("types_filter") or ()} if v >= 5 else set()
+        out = []
+        if not types or "classic" in types:
+            for group in self.groups.values():
+                if group.state is DEAD or (states and group.state.value.lower() not in states):
+                    continue
+                entry: Response = {"group_id": group.group_id, "protocol_type": group.protocol_type or ""}
+                if v >= 4:
+                    entry["group_state"] = group.state.value
+                if v >= 5:
+                    entry["group_type"] = "classic"
+                out.append(entry)
+        resp: Response = {"error_code": E.NONE, "groups": out}
+        if v >= 1:
+            resp["throttle_time_ms"] = 0
+        self._reply(token, resp)
+        return self._finish()
+
+    # ============================================================================ deletion
+
+    def delete_groups(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """DeleteGroups v0-2: only Empty groups; writes offset and group tombstones."""
+        self._begin(now_ms)
+        results = []
+        for gid in request.get("groups_names") or ():
+            group = self.groups.get(gid)
+            if (group is None and gid not in self.offsets) or (group is not None and group.state is DEAD):
+                code: ErrorCode = E.GROUP_ID_NOT_FOUND
+            elif group is not None and group.state is not EMPTY:
+                code = E.NON_EMPTY_GROUP
+            else:
+                self._delete_group(gid)
+                code = E.NONE
+            results.append({"group_id": gid, "error_code": code})
+        self._reply(token, {"throttle_time_ms": 0, "results": results})
+        return self._finish()
+
+    def _delete_group(self, group_id: str) -> None:
+        partition = self._partition(group_id)
+        records = self._fx.records
+        for topic, index in sorted(self.offsets.pop(group_id, {})):
+            records.append((partition, encode_offset_commit_key(group_id, topic, index), None))
+        records.append((partition, encode_group_metadata_key(group_id), None))
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            for member_id in group.pending_members:
+                self.timers.cancel((_PENDING, group_id, member_id))
+            group.pending_members.clear()
+            group.transition_to(DEAD, self._now)
+            log.info("group %s: deleted", group_id)
+
+    def offset_delete(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """OffsetDelete v0: refused for topics a live consumer group is subscribed to."""
+        self._begin(now_ms)
+        g = request.get
+        group_id = g("group_id") or ""
+        group = self.groups.get(group_id)
+        top: ErrorCode = E.NONE
+        subscribed: frozenset[str] | None = None
+        if (group is None and group_id not in self.offsets) or (group is not None and group.state is DEAD):
+            top = E.GROUP_ID_NOT_FOUND
+        elif group is not None and group.state is not EMPTY:
+            if group.protocol_type == "consumer":
+                subscribed = self._subscribed(group) or frozenset()
+            else:
+                top = E.NON_EMPTY_GROUP
+        out_topics = []
+        if top is E.NONE:
+            offsets = self.offsets.get(group_id, {})
+            partition = self._partition(group_id)
+            for t in g("topics") or ():
+                name = t.get("name")
+                refused = subscribed is not None and name in subscribed
+                parts = []
+                for p in t.get("partitions") or ():
+                    index = p.get("partition_index")
+                    if refused:
+                        parts.append({"partition_index": index, "error_code": E.GROUP_SUBSCRIBED_TO_TOPIC})
+                        continue
+                    if offsets.pop((name, index), None) is not None:
+                        self._fx.records.append((partition, encode_offset_commit_key(group_id, name, index), None))
+                    parts.append({"partition_index": index, "error_code": E.NONE})
+                out_topics.append({"name": name, "partitions": parts})
+            if not offsets:
+                self.offsets.pop(group_id, None)
+        self._reply(token, {"error_code": top, "throttle_time_ms": 0, "topics": out_topics})
+        return self._finish()
+
+    # ============================================================================ retention
+
+    def _cleanup_offsets(self) -> None:
+        """Expire offsets (notes §4.8) and delete Empty groups left without offsets."""
+        now = self._now
+        retention = self.config.offsets_retention_ms
+        for group_id in list(self.offsets):
+            group = self.groups.get(group_id)
+            skip: frozenset[str] = frozenset()
+            use_state_ts = False
+            if group is None or group.protocol_type is None:
+                pass  # standalone consumer: retention counts from each commit
+            elif group.state is EMPTY:
+                use_state_ts = group.current_state_timestamp >= 0
+            elif group.state is STABLE and group.protocol_type == "consumer" and self._subscribed(group) is not None:
+                skip = self._subscribed(group) or frozenset()
+            else:
+                continue
+            offsets = self.offsets[group_id]
+            partition = self._partition(group_id)
+            for tp, entry in list(offsets.items()):
+                if tp[0] in skip:
+                    continue
+                if entry.expire_timestamp >= 0:
+                    expired = now >= entry.expire_timestamp
+                else:
+                    base = group.current_state_timestamp if use_state_ts and group is not None else entry.commit_timestamp
+                    expired = now - base >= retention
+                if expired:
+                    del offsets[tp]
+                    self._fx.records.append((partition, encode_offset_commit_key(group_id, tp[0], tp[1]), None))
+            if not offsets:
+                del self.offsets[group_id]
+        for group_id, group in list(self.groups.items()):
+            if (group.state is EMPTY and not group.pending_members and group_id not in self.offsets):
+                self._delete_group(group_id)
+
+    # ============================================================================ loading
+
+    def load(self, partition: int, key: bytes, value: bytes | None) -> None:
+        """Replay one ``__consumer_offsets`` record (in log order) to rebuild groups and offsets.
+
+        Call :meth:`complete_load` once the whole log has been replayed.
+        """
+        k = decode_key(key)
+        if k is None:
+            return
+        if k.record_type == GROUP_METADATA_KEY_TYPE:
+            if value is None:
+                self.groups.pop(k.group, None)
+            else:
+                self.groups[k.group] = self._group_from_record(k.group, decode_group_metadata_value(value))
+            return
+        assert k.topic is not None and k.partition is not None
+        tp = (k.topic, k.partition)
+        if value is None:
+            offsets = self.offsets.get(k.group)
+            if offsets is not None:
+                offsets.pop(tp, None)
+                if not offsets:
+                    del self.offsets[k.group]
+            return
+        v = decode_offset_commit_value(value)
+        self.offsets.setdefault(k.group, {})[tp] = OffsetEntry(
+            v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], v["expire_timestamp"])
+        if k.group not in self.groups:
+            self.groups[k.group] = Group(k.group)  # a "simple" group, as Kafka recreates on replay
+
+    def _group_from_record(self, group_id: str, v: dict[str, Any]) -> Group:
+        group = Group(group_id, v["current_state_timestamp"])
+        protocol_type = v["protocol_type"] or None
+        protocol = v["protocol"]
+        for mm in v["members"]:
+            session = mm["session_timeout"]
+            rebalance = mm["rebalance_timeout"]
+            member = Member(mm["member_id"], mm["group_instance_id"], mm["client_id"], mm["client_host"],
+                            rebalance if rebalance > 0 else session, session, protocol_type or "",
+                            ((protocol, bytes(mm["subscription"])),) if protocol is not None else ())
+            member.assignment = bytes(mm["assignment"])
+            group.add(member)
+        group.protocol_type = protocol_type
+        group.generation_id = v["generation"]
+        group.protocol_name = protocol
+        group.leader_id = v["leader"] if group.members else None
+        group.state = STABLE if group.members else EMPTY
+        return group
+
+    def complete_load(self, now_ms: int) -> Effects:
+        """After replay: arm a session timer for every reloaded member (Kafka's onLoaded)."""
+        self._begin(now_ms)
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._reschedule_heartbeat(group, member)
+        return self._finish()
+
+    _BY_KEY: dict[int, Callable[..., Effects]] = {}
+
+
+GroupCoordinator._BY_KEY = {
+    8: GroupCoordinator.offset_commit,
+    9: GroupCoordinator.offset_fetch,
+    12: GroupCoordinator.heartbeat,
+    13: GroupCoordinator.leave_group,
+    14: GroupCoordinator.sync_group,
+    15: GroupCoordinator.describe_groups,
+    16: GroupCoordinator.list_groups,
+    42: GroupCoordinator.delete_groups,
+    47: GroupCoordinator.offset_delete,
+}
+
+
+# ============================================================================ response shapes
+
+def _join_response(version: int, error: ErrorCode, member_id: str, generation_id: int = -1,
+                   protocol_type: str | None = None, protocol_name: str | None = None, *,
+                   leader: str = "", members: list[Response] | None = None,
+                   skip_assignment: bool = False) -> Response:
+    resp: Response = {
+        "throttle_time_ms": 0, "error_code": error, "generation_id": generation_id,
+        "protocol_name": protocol_name if protocol_name is not None or version >= 7 else "",
+        "leader": leader, "member_id": member_id, "members": members if members is not None else [],
+    }
+    if version >= 7:
+        resp["protocol_type"] = protocol_type
+    if version >= 9:
+        resp["skip_assignment"] = skip_assignment
+    return resp
+
+
+def _sync_response(version: int, error: ErrorCode, group: Group | None = None, assignment: bytes = b"") -> Response:
+    resp: Response = {"error_code": error, "assignment": assignment}
+    if version >= 1:
+        resp["throttle_time_ms"] = 0
+    if version >= 5:
+        ok = group is not None and error == E.NONE
+        resp["protocol_type"] = group.protocol_type if ok and group is not None else None
+        resp["protocol_name"] = group.protocol_name if ok and group is not None else None
+    return resp
+
+
+def _heartbeat_response(version: int, error: ErrorCode) -> Response:
+    resp: Response = {"error_code": error}
+    if version >= 1:
+        resp["throttle_time_ms"] = 0
+    return resp

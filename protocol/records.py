@@ -562,25 +562,6 @@ def decompress(codec: int, data: BytesLike, max_size: int = DEFAULT_MAX_DECOMPRE
 # Encoding
 
 
-def _encode_headers(headers: Headers) -> bytes:
-    cache = _VARINT_CACHE
-    size = _VARINT_CACHE_SIZE
-    n = len(headers)
-    out = bytearray(cache[n] if n < size else _encode_varint_slow(n))
-    for hkey, hvalue in headers:
-        kb = hkey.encode()
-        kl = len(kb)
-        out += cache[kl] if kl < size else _encode_varint_slow(kl)
-        out += kb
-        if hvalue is None:
-            out += _NULL_LENGTH
-        else:
-            vl = len(hvalue)
-            out += cache[vl] if vl < size else _encode_varint_slow(vl)
-            out += hvalue
-    return bytes(out)
-
-
 def encode_batch(
     records: Sequence[RecordTuple] | Sequence[Record],
     *,
@@ -644,7 +625,22 @@ def encode_batch(
         else:
             vl = len(value)
             vb = cache[vl] if vl < cache_size else slow(vl)
-        hb = _encode_headers(headers) if headers else _ZERO
+        if headers:
+            hn = len(headers)
+            hb: bytes | bytearray = bytearray(cache[hn] if hn < cache_size else slow(hn))
+            for hkey, hvalue in headers:
+                hkb = hkey.encode()
+                hkl = len(hkb)
+                hb += cache[hkl] if hkl < cache_size else slow(hkl)
+                hb += hkb
+                if hvalue is None:
+                    hb += _NULL_LENGTH
+                else:
+                    hvl = len(hvalue)
+                    hb += cache[hvl] if hvl < cache_size else slow(hvl)
+                    hb += hvalue
+        else:
+            hb = _ZERO
         length = 1 + len(tsb) + len(ob) + len(kb) + kl + len(vb) + vl + len(hb)
         body += cache[length] if length < cache_size else slow(length)
         body += _ZERO
@@ -781,12 +777,22 @@ def _decode_records(
                 if n < 0 or n * 2 > record_end - pos:
                     raise CorruptRecordError(f"header count {n} out of bounds")
                 for _h in range(n):
-                    hkl, pos = decode_varint(data, pos)
+                    b = data[pos]
+                    pos += 1
+                    if b < 0x80:
+                        hkl = (b >> 1) ^ -(b & 1)
+                    else:
+                        hkl, pos = tail(data, pos, b, 5)
                     if hkl < 0 or pos + hkl > record_end:
                         raise CorruptRecordError(f"header key length {hkl} out of bounds")
                     hkey = data[pos : pos + hkl].decode()
                     pos += hkl
-                    hvl, pos = decode_varint(data, pos)
+                    b = data[pos]
+                    pos += 1
+                    if b < 0x80:
+                        hvl = (b >> 1) ^ -(b & 1)
+                    else:
+                        hvl, pos = tail(data, pos, b, 5)
                     if hvl >= 0:
                         if pos + hvl > record_end:
                             raise CorruptRecordError(f"header value length {hvl} out of bounds")

@@ -1,0 +1,46 @@
+# kbroker — the two commands that matter: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_BASE := $(VENV)/.installed-base
+STAMP_ALL := $(VENV)/.installed-all
+PORT ?= 9092
+HOST ?= 127.0.0.1
+DATA_DIR ?= ./data
+METRICS_PORT ?= 9464
+
+.PHONY: run test install install-all lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+
+$(STAMP_BASE): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_ALL): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev,spark]"
+	touch $@ $(STAMP_BASE)
+
+install: $(STAMP_BASE)
+install-all: $(STAMP_ALL)
+
+## run: start the broker with the embedded single-node defaults
+run: $(STAMP_BASE)
+	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR) --metrics-port $(METRICS_PORT)
+
+## test: install everything into .venv and run the whole suite
+test: $(STAMP_ALL)
+	bash tests/setup_tools.sh
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP_ALL)
+	$(PY) -m ruff check .
+
+bench: $(STAMP_ALL)
+	$(PY) benchmarks/protocol_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -1,0 +1,179 @@
+"""BrokerCore: builds the broker's components, starts and stops them in order.
+
+Owns what is broker-wide rather than per-request: the cluster id, producer-id
+allocation, the shared timing-wheel driver, the log manager, the internal
+``__consumer_offsets`` topic, periodic maintenance, and the metrics endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+import uuid
+from typing import Any
+
+from broker.config import BrokerConfig
+from broker.faults import FaultInjector
+from broker.log.errors import LogError
+from broker.log.manager import LogManager
+from broker.metrics import BrokerMetrics
+from protocol.timer_service import WheelTimer
+
+log = logging.getLogger("kbroker")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_PRODUCER_ID_BLOCK = 1000
+
+
+def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
+    """Broker-level ``log.*`` settings, as the topic-config defaults they are."""
+    defaults = {
+        "retention.ms": str(config.log_retention_ms),
+        "retention.bytes": str(config.log_retention_bytes),
+        "segment.bytes": str(config.log_segment_bytes),
+        "segment.ms": str(config.log_roll_ms),
+        "max.message.bytes": str(config.message_max_bytes),
+        "message.timestamp.type": config.log_message_timestamp_type,
+        "flush.messages": str(config.log_flush_interval_messages),
+    }
+    if config.log_flush_interval_ms is not None:
+        defaults["flush.ms"] = str(config.log_flush_interval_ms)
+    return defaults
+
+
+class BrokerCore:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.metrics = BrokerMetrics(self)
+        self.faults = FaultInjector()
+        self.cluster_id = ""
+        self.advertised: tuple[str, int] = config.advertised_host_port
+        self.bound: tuple[str, int] = (config.host, config.port)
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._producer_id_next = 0
+        self._producer_id_limit = 0
+        self.started = False
+
+    async def start(self) -> None:
+        from broker.apis import KafkaApis
+        from broker.group_service import GroupService
+        from broker.replica_manager import ReplicaManager
+        from broker.server import KafkaServer
+
+        config = self.config
+        data = config.data_path
+        data.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = self._load_cluster_id()
+        self.timer = WheelTimer(asyncio.get_running_loop())
+        self.logs = LogManager(data, default_configs=broker_log_defaults(config))
+        for (topic, partition), report in self.logs.recovery_reports.items():
+            if report.repaired:
+                log.warning("recovered %s-%d: %s", topic, partition, report.describe())
+        if self.logs.topic(OFFSETS_TOPIC) is None:
+            self.logs.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
+                                   {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024),
+                                    "retention.ms": "-1"})
+        self.replica_manager = ReplicaManager(self)
+        self.group_service = GroupService(self)
+        self.group_service.load()
+        self.apis = KafkaApis(self)
+        self.server = KafkaServer(config, self.apis)
+        self.bound = await self.server.start()
+        host, port = config.advertised_host_port
+        if not config.advertised_listener and config.port == 0:
+            port = self.bound[1]
+        self.advertised = (host, port)
+        if config.metrics_port is not None:
+            self.metrics.serve(config.metrics_host or config.host, config.metrics_port)
+        self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
+        self.started = True
+        log.info("kbroker node %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
+                 config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id)
+
+    async def stop(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        await self.server.stop()
+        for task in self._tasks:
+            task.cancel()
+        self.group_service.close()
+        self.timer.close()
+        try:
+            self.logs.flush_all()
+        finally:
+            self.logs.close()
+        self.metrics.close()
+        log.info("kbroker node %d stopped", self.config.node_id)
+
+    async def _maintenance_loop(self) -> None:
+        interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.logs.maintenance()
+                self.group_service.maintenance()
+            except Exception:
+                log.exception("maintenance failed")
+
+    # -- broker-wide state -------------------------------------------------------------
+
+    def _load_cluster_id(self) -> str:
+        path = self.config.data_path / "meta.json"
+        if path.exists():
+            try:
+                meta = json.loads(path.read_text())
+                if meta.get("cluster_id"):
+                    return str(meta["cluster_id"])
+            except (OSError, ValueError):
+                log.warning("unreadable %s; keeping a new cluster id", path)
+        cluster_id = uuid.uuid4().hex[:22]
+        self._write_meta({"cluster_id": cluster_id, "node_id": self.config.node_id, "producer_id_limit": 0})
+        return cluster_id
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        path = self.config.data_path / "meta.json"
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(meta, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def allocate_producer_id(self) -> int:
+        """A producer id never handed out before, even across restarts (allocated in persisted blocks)."""
+        if self._producer_id_next >= self._producer_id_limit:
+            path = self.config.data_path / "meta.json"
+            meta = json.loads(path.read_text()) if path.exists() else {"cluster_id": self.cluster_id}
+            start = int(meta.get("producer_id_limit", 0))
+            meta["producer_id_limit"] = start + _PRODUCER_ID_BLOCK
+            self._write_meta(meta)
+            self._producer_id_next, self._producer_id_limit = start, start + _PRODUCER_ID_BLOCK
+        pid = self._producer_id_next
+        self._producer_id_next += 1
+        return pid
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str | None]) -> uuid.UUID:
+        topic_id = self.logs.create_topic(name, partitions, configs)
+        self.metrics.topics_changed()
+        return topic_id
+
+    def delete_topic(self, name: str) -> None:
+        self.logs.delete_topic(name)
+        self.group_service.topic_deleted(name)
+        self.metrics.topics_changed()
+
+    def add_partitions(self, name: str, count: int) -> None:
+        self.logs.add_partitions(name, count)
+
+    def after_append(self, plog: Any) -> None:
+        """Hook after every client append (flush policy is the log's own)."""
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+
+__all__ = ["OFFSETS_TOPIC", "BrokerCore", "LogError"]

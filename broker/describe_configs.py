@@ -1,0 +1,110 @@
+"""DescribeConfigs: broker and topic configuration entries as Kafka's admin tools expect them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from broker.log.config import TOPIC_CONFIG_DEFAULTS
+from protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.core import BrokerCore
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+# ConfigSource
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+# ConfigType
+BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
+
+_TOPIC_TYPES = {
+    "cleanup.policy": LIST, "compression.type": STRING, "message.timestamp.type": STRING,
+    "min.insync.replicas": INT, "max.message.bytes": INT, "index.interval.bytes": INT,
+}
+
+_TOPIC_TO_BROKER = {
+    "retention.ms": "log.retention.ms", "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms", "max.message.bytes": "message.max.bytes",
+    "cleanup.policy": "log.cleanup.policy", "message.timestamp.type": "log.message.timestamp.type",
+    "flush.messages": "log.flush.interval.messages", "flush.ms": "log.flush.interval.ms",
+    "compression.type": "compression.type", "min.insync.replicas": "min.insync.replicas",
+}
+
+
+def _broker_entries(core: BrokerCore) -> dict[str, tuple[str | None, int]]:
+    c = core.config
+    host, port = core.advertised
+    values: dict[str, Any] = {
+        "broker.id": c.node_id, "node.id": c.node_id,
+        "listeners": f"PLAINTEXT://{c.host}:{core.bound[1]}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "log.dirs": str(c.data_path), "log.dir": str(c.data_path),
+        "num.partitions": c.num_partitions, "default.replication.factor": c.default_replication_factor,
+        "auto.create.topics.enable": str(c.auto_create_topics_enable).lower(),
+        "delete.topic.enable": str(c.delete_topic_enable).lower(),
+        "message.max.bytes": c.message_max_bytes, "fetch.max.bytes": c.fetch_max_bytes,
+        "socket.request.max.bytes": c.max_frame_bytes, "max.connections": c.max_connections,
+        "connections.max.idle.ms": c.connections_max_idle_ms,
+        "log.segment.bytes": c.log_segment_bytes, "log.roll.ms": c.log_roll_ms,
+        "log.retention.ms": c.log_retention_ms, "log.retention.bytes": c.log_retention_bytes,
+        "log.retention.check.interval.ms": c.log_retention_check_interval_ms,
+        "log.message.timestamp.type": c.log_message_timestamp_type,
+        "log.flush.interval.messages": c.log_flush_interval_messages,
+        "log.flush.interval.ms": c.log_flush_interval_ms,
+        "log.cleanup.policy": "delete", "compression.type": "producer", "min.insync.replicas": 1,
+        "group.initial.rebalance.delay.ms": c.group_initial_rebalance_delay_ms,
+        "group.min.session.timeout.ms": c.group_min_session_timeout_ms,
+        "group.max.session.timeout.ms": c.group_max_session_timeout_ms,
+        "group.max.size": c.group_max_size,
+        "offsets.topic.num.partitions": c.offsets_topic_num_partitions,
+        "offsets.topic.replication.factor": 1,
+        "offsets.retention.minutes": c.offsets_retention_minutes,
+        "offset.metadata.max.bytes": c.offset_metadata_max_bytes,
+    }
+    return {k: (None if v is None else str(v), STATIC_BROKER_CONFIG) for k, v in values.items()}
+
+
+def describe_resource(core: BrokerCore, resource: Any, include_synonyms: bool, include_docs: bool) -> dict[str, Any]:
+    rtype, name, keys = resource.resource_type, resource.resource_name, resource.configuration_keys
+    result: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
+                              "resource_name": name, "configs": []}
+    if rtype == TOPIC:
+        info = core.logs.topic(name)
+        if info is None:
+            result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                          error_message=f"Topic {name} does not exist")
+            return result
+        defaults = {**TOPIC_CONFIG_DEFAULTS, **core.logs.default_configs}
+        entries = {}
+        for key, default in sorted(defaults.items()):
+            if key in info.configs:
+                entries[key] = (info.configs[key], DYNAMIC_TOPIC_CONFIG)
+            else:
+                broker_key = _TOPIC_TO_BROKER.get(key)
+                source = STATIC_BROKER_CONFIG if key in core.logs.default_configs and broker_key else DEFAULT_CONFIG
+                entries[key] = (default, source)
+    elif rtype == BROKER:
+        if name not in ("", str(core.config.node_id)):
+            result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"unknown broker {name}")
+            return result
+        entries = _broker_entries(core)
+    elif rtype == BROKER_LOGGER:
+        entries = {}
+    else:
+        result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"unsupported resource type {rtype}")
+        return result
+    for key, (value, source) in entries.items():
+        if keys is not None and key not in keys:
+            continue
+        synonyms = []
+        if include_synonyms:
+            synonyms.append({"name": key, "value": value, "source": source})
+            broker_key = _TOPIC_TO_BROKER.get(key) if rtype == TOPIC else None
+            if broker_key and source != STATIC_BROKER_CONFIG:
+                synonyms.append({"name": broker_key, "value": value, "source": DEFAULT_CONFIG})
+        result["configs"].append({
+            "name": key, "value": value, "read_only": rtype == BROKER, "config_source": source,
+            "is_sensitive": False, "synonyms": synonyms,
+            "config_type": _TOPIC_TYPES.get(key, LONG if (value or "").lstrip("-").isdigit() else STRING),
+            "documentation": None,
+        })
+    return result

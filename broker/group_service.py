@@ -1,0 +1,249 @@
+"""GroupService: the asyncio edge around the pure group coordinator.
+
+The coordinator (:mod:`broker.group.coordinator`) is a state machine that
+takes ``(now, request)`` and returns effects: replies (possibly for other,
+parked requests), ``__consumer_offsets`` records, and timer changes.  This
+edge turns each request into a future, appends the records to the offsets
+topic *before* releasing the replies that depend on them, keeps one wheel
+timer armed at the coordinator's next deadline, and replays the offsets
+topic at startup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from broker.group.config import GroupConfig
+from broker.group.coordinator import GroupCoordinator
+from protocol.primitives import Obj
+from protocol.records import decode_record_set, encode_batch
+from protocol.timing_wheel import TimerTask
+
+if TYPE_CHECKING:
+    from broker.apis import RequestContext
+    from broker.core import BrokerCore
+
+log = logging.getLogger("kbroker.group")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupService:
+    def __init__(self, core: BrokerCore) -> None:
+        self.core = core
+        c = core.config
+        self.config = GroupConfig(
+            min_session_timeout_ms=c.group_min_session_timeout_ms,
+            max_session_timeout_ms=c.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+            max_size=c.group_max_size,
+            offsets_retention_ms=c.offsets_retention_minutes * 60_000,
+            offset_metadata_max_bytes=c.offset_metadata_max_bytes,
+            offsets_topic_num_partitions=c.offsets_topic_num_partitions,
+            offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
+        )
+        self.coordinator = GroupCoordinator(self.config, now_ms=_now_ms(), partition_count=self._partition_count)
+        self._tokens = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Obj]] = {}
+        self._timer: TimerTask | None = None
+        self._timer_deadline: int | None = None
+        self._closed = False
+        self._generations: dict[str, tuple[int, str, float]] = {}
+
+    def _partition_count(self, topic: str) -> int | None:
+        info = self.core.logs.topic(topic)
+        return None if info is None else info.partitions
+
+    # -- startup ---------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Replay ``__consumer_offsets`` into the coordinator."""
+        logs = self.core.logs
+        started = time.perf_counter()
+        records = 0
+        for partition in range(self.config.offsets_topic_num_partitions):
+            plog = logs.get_log(OFFSETS_TOPIC, partition)
+            offset = plog.log_start_offset
+            end = plog.log_end_offset
+            while offset < end:
+                data = plog.read_bytes(offset, 4 << 20)
+                if not data:
+                    break
+                last = offset
+                for rec in decode_record_set(data):
+                    if rec.offset < offset:
+                        continue
+                    if rec.key is not None:
+                        self.coordinator.load(partition, rec.key, rec.value)
+                        records += 1
+                    last = rec.offset
+                if last + 1 <= offset:
+                    break
+                offset = last + 1
+        self._apply(self.coordinator.complete_load(_now_ms()))
+        log.info("loaded %d __consumer_offsets records in %.3fs", records, time.perf_counter() - started)
+
+    # -- request entry points -----------------------------------------------------------
+
+    def _call(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        token = next(self._tokens)
+        future: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
+        self._pending[token] = future
+        effects = self.coordinator.handle(ctx.header.api_key, _now_ms(), ctx.version, req, token,
+                                          client_id=ctx.client_id, client_host=ctx.client_host)
+        if ctx.header.api_key in (11, 13, 14):
+            self._track_rebalances()
+        self._apply(effects)
+        return future
+
+    def join_group(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def sync_group(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def heartbeat(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def leave_group(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def offset_commit(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def offset_fetch(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def describe_groups(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def list_groups(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def delete_groups(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    def offset_delete(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+        return self._call(ctx, req)
+
+    # -- effects --------------------------------------------------------------------
+
+    def _apply(self, effects: Any) -> None:
+        if effects.records:
+            self._append(effects.records)
+        for token, body in effects.replies:
+            future = self._pending.pop(token, None)
+            if future is not None and not future.done():
+                future.set_result(Obj(body) if not isinstance(body, Obj) else body)
+        self._rearm()
+
+    def _append(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
+        by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for partition, key, value in records:
+            by_partition.setdefault(partition, []).append((key, value))
+        now = _now_ms()
+        for partition, entries in by_partition.items():
+            batch = encode_batch([(key, value, [], now) for key, value in entries])
+            plog = self.core.logs.get_log(OFFSETS_TOPIC, partition)
+            plog.append(bytearray(batch))
+            self.core.replica_manager.on_internal_append(OFFSETS_TOPIC, partition)
+
+    def _track_rebalances(self) -> None:
+        """Count generations that completed since the last look (for the rebalance metrics)."""
+        metrics = self.core.metrics
+        now = time.monotonic()
+        seen = self._generations
+        for group_id, group in self.coordinator.groups.items():
+            state = group.state.value if hasattr(group.state, "value") else str(group.state)
+            previous = seen.get(group_id)
+            if state == "PreparingRebalance" and (previous is None or previous[1] != "PreparingRebalance"):
+                seen[group_id] = (group.generation_id, state, now)
+            elif previous is not None and group.generation_id != previous[0] and state != "PreparingRebalance":
+                metrics.rebalances.inc()
+                if previous[1] == "PreparingRebalance":
+                    metrics.rebalance_seconds.observe(now - previous[2])
+                seen[group_id] = (group.generation_id, state, now)
+            elif previous is None:
+                seen[group_id] = (group.generation_id, state, now)
+
+    def _rearm(self) -> None:
+        if self._closed:
+            return
+        deadline = self.coordinator.next_deadline()
+        if deadline == self._timer_deadline and self._timer is not None and not self._timer.cancelled:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline = deadline
+        if deadline is not None:
+            timer = self.core.timer
+            # the wheel runs on monotonic time; the coordinator on wall-clock time
+            delay = max(0, deadline - _now_ms())
+            self._timer = timer.call_at_ms(timer.now_ms() + delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        effects = self.coordinator.poll(_now_ms())
+        self._track_rebalances()
+        self._apply(effects)
+
+    def maintenance(self) -> None:
+        self._track_rebalances()
+
+    def topic_deleted(self, topic: str) -> None:
+        return None
+
+    def close(self) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for future in self._pending.values():
+            if not future.done():
+                future.cancel()
+        self._pending.clear()
+
+    # -- metrics ----------------------------------------------------------------------
+
+    def collect_metrics(self, end_offsets: dict[tuple[str, int], int], max_groups: int) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        by_state = GaugeMetricFamily("kbroker_groups", "Consumer groups by state", labels=["state"])
+        members = GaugeMetricFamily("kbroker_group_members", "Members per group", labels=["group"])
+        committed = GaugeMetricFamily("kbroker_group_committed_offset", "Committed offset",
+                                      labels=["group", "topic", "partition"])
+        lag = GaugeMetricFamily("kbroker_group_lag", "Consumer lag: log end offset minus committed offset",
+                                labels=["group", "topic", "partition"])
+        counts: dict[str, int] = {}
+        coordinator = self.coordinator
+        group_ids = list(dict.fromkeys([*coordinator.groups, *coordinator.offsets]))
+        for n, group_id in enumerate(group_ids):
+            group = coordinator.groups.get(group_id)
+            state = "Empty" if group is None else getattr(group.state, "value", str(group.state))
+            counts[state] = counts.get(state, 0) + 1
+            if n >= max_groups:
+                continue
+            members.add_metric([group_id], 0 if group is None else len(group.members))
+            for (topic, partition), entry in coordinator.offsets.get(group_id, {}).items():
+                offset = entry.offset
+                labels = [group_id, topic, str(partition)]
+                committed.add_metric(labels, offset)
+                end = end_offsets.get((topic, partition))
+                if end is not None:
+                    lag.add_metric(labels, max(0, end - offset))
+        for state in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"):
+            by_state.add_metric([state], counts.get(state, 0))
+        yield by_state
+        yield members
+        yield committed
+        yield lag

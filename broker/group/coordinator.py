@@ -196,7 +196,7 @@ class GroupCoordinator:
             rebalance_timeout_ms=rebalance if rebalance is not None and rebalance > 0 else session,
             protocol_type=g("protocol_type") or "",
             protocols=tuple((p.get("name"), bytes(p.get("metadata") or b"")) for p in g("protocols") or ()),
-            client_id=client_id, client_host=client_host)
+            client_id=client_id or "", client_host=client_host or "")
         self._join(jr)
         return self._finish()
 
@@ -689,6 +689,8 @@ class GroupCoordinator:
         """Fire every timer due at ``now_ms`` (sessions, joins, syncs, pending members, retention)."""
         self._begin(now_ms)
         for key in self.timers.expire(now_ms):
+            if key in self.timers:
+                continue  # re-armed by an earlier timer of this batch: no longer due
             kind = key[0]
             if kind == _HEARTBEAT:
                 self._on_session_expired(key[1], key[2])

@@ -513,12 +513,17 @@ def test_static_leader_rejoin_v9_skip_assignment_and_old_leader_before_v9() -> N
 
 def test_static_rejoin_with_changed_protocol_rebalances() -> None:
     h = Harness()
-    _a, _b = _static_stable(h)
-    t = h.join("g", instance="ib", protocols=(("roundrobin", b""), ("range", b"x")))
-    # still supports range but now votes roundrobin -> tie range 1 / rr? only range is common
-    assert h.state("g") == "Stable" and h.error(t) == NONE
-    t = h.join("g", instance="ib", protocols=(("range", b"new-meta"),))
-    assert h.state("g") == "Stable"  # metadata change alone does not change the selected protocol
+    ta = h.join("g", instance="ia", protocols=(("range", b""), ("rr", b"")))
+    a = h.reply(ta)["member_id"]
+    h.sync("g", a, 1, [(a, b"")])
+    # same protocol selected (metadata differs): no rebalance
+    t = h.join("g", instance="ia", protocols=(("range", b"new"), ("rr", b"")))
+    assert h.error(t) == NONE and h.state("g") == "Stable"
+    # the vote would now pick rr: rebalance, the join completes with the new protocol
+    t = h.join("g", instance="ia", protocols=(("rr", b""), ("range", b"")))
+    r = h.reply(t)
+    assert r["generation_id"] == 2 and r["protocol_name"] == "rr"
+    assert h.state("g") == "CompletingRebalance"
 
 
 def test_static_rejoin_in_completing_rebalance_rebalances() -> None:

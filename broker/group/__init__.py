@@ -12,6 +12,11 @@ Every call returns :class:`Effects`: append ``records`` to ``__consumer_offsets`
 send ``replies`` (token → response dict with the schema's snake_case fields for that version),
 then sleep until ``next_deadline_ms``.  See :mod:`broker.group.coordinator` for the state table.
 
+Timers live inside the coordinator (:class:`broker.group.timers.KeyedTimers` over
+``protocol.timing_wheel.TimingWheel``) keyed ``("heartbeat", group, member)``, ``("pending", group,
+member)``, ``("join", group)``, ``("initial-delay", group)``, ``("sync", group)`` and
+``("retention",)``; the edge only needs ``next_deadline_ms`` / :meth:`GroupCoordinator.next_deadline`.
+
 Known gaps versus Kafka: no rollback of in-memory state when the append fails (the edge should
 treat a failed ``__consumer_offsets`` append as fatal for the coordinator, or reload); reads see
 not-yet-appended state; no transactional offset commits; no KIP-848 groups.

@@ -1,0 +1,77 @@
+"""End to end: kafka-python consumers in one group against the embedded broker (edge + pure coordinator)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_kafka_python_group_rebalances_commits_and_deletes() -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.admin import NewTopic
+
+    from broker.embedded import BrokerThread
+
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    with BrokerThread() as bt:
+        bs = bt.broker.bootstrap_servers
+        admin = kafka.KafkaAdminClient(bootstrap_servers=bs)
+        admin.create_topics([NewTopic("t", 4, 1)])
+        producer = kafka.KafkaProducer(bootstrap_servers=bs)
+        for i in range(40):
+            producer.send("t", str(i).encode(), partition=i % 4)
+        producer.flush()
+        producer.close()
+
+        consumed: dict[int, int] = {}
+        assignment: dict[int, list[int]] = {}
+        stop = threading.Event()
+        errors: list[BaseException] = []
+
+        def run(i: int) -> None:
+            try:
+                c = kafka.KafkaConsumer("t", bootstrap_servers=bs, group_id="g1", auto_offset_reset="earliest",
+                                        enable_auto_commit=False, session_timeout_ms=10_000,
+                                        heartbeat_interval_ms=500)
+                consumed[i] = 0
+                while not stop.is_set():
+                    records = c.poll(timeout_ms=100)
+                    consumed[i] += sum(len(v) for v in records.values())
+                    assignment[i] = sorted(tp.partition for tp in c.assignment())
+                    if records:
+                        c.commit()
+                c.close()
+            except BaseException as exc:  # surfaced by the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(3)]
+        for t in threads:
+            t.start()
+            time.sleep(0.3)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if (len(assignment) == 3 and all(assignment.values())
+                    and sorted(p for ps in assignment.values() for p in ps) == [0, 1, 2, 3]
+                    and sum(consumed.values()) >= 40):
+                break
+            time.sleep(0.2)
+        try:
+            assert sorted(p for ps in assignment.values() for p in ps) == [0, 1, 2, 3], assignment
+            described = admin.describe_groups(["g1"])["g1"]
+            assert described["group_state"] == "Stable" and len(described["members"]) == 3
+            offsets = admin.list_group_offsets("g1")["g1"]
+            assert {tp.partition: om.offset for tp, om in offsets.items()} == {0: 10, 1: 10, 2: 10, 3: 10}
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+        assert not errors, errors
+        assert admin.describe_groups(["g1"])["g1"]["group_state"] == "Empty"
+        assert admin.delete_groups(["g1"]) == {"g1": "OK"}
+        assert admin.list_groups() == []
+        admin.close()

@@ -130,9 +130,14 @@ class KafkaApis:
                 e for e in self._api_versions_entries if e["api_key"] == ApiKey.API_VERSIONS])
             return self._respond(ctx, body, version_override=0)
         handler = self.handlers.get(key)
-        if api is None or handler is None or not api.min_version <= version <= api.max_version:
-            self.metrics.request_error(api.name if api else f"Unknown{key}", E.UNSUPPORTED_VERSION)
-            raise ProtocolError(f"unsupported api key {key} version {version}")
+        if api is None or handler is None:
+            self.metrics.request_error(f"Unknown{key}", E.UNSUPPORTED_VERSION)
+            raise ProtocolError(f"unsupported api key {key}")
+        if not api.min_version <= version <= api.max_version:
+            # The body cannot be parsed; answer in the nearest version we can encode.
+            nearest = min(max(version, api.min_version), api.max_version)
+            body = error_response(key, nearest, api.request.default(nearest), E.UNSUPPORTED_VERSION)
+            return self._respond(ctx, body, version_override=nearest)
         request = decode_request_body(header, frame)
         fault = self.faults.intercept(key) if self.faults.active else None
         if fault is not None:

@@ -25,6 +25,8 @@ from typing import NamedTuple, TypeAlias
 import cramjam
 from crc32c import crc32c as _crc32c
 
+from protocol.errors import ProtocolError
+
 __all__ = [
     "BATCH_HEADER_SIZE",
     "COMPRESSION_MASK",
@@ -66,7 +68,7 @@ __all__ = [
 ]
 
 
-class CorruptRecordError(ValueError):
+class CorruptRecordError(ProtocolError):
     """A record batch (or its compressed payload) is malformed, truncated or fails its CRC."""
 
 

@@ -1,0 +1,285 @@
+"""End-to-end helpers (imported by the e2e tests and their conftest): the broker as a real ``python -m broker`` process, and a raw protocol socket.
+
+``BrokerProcess`` starts the pinned command line on a free port with its own
+data directory, waits until the port accepts connections *and* answers an
+ApiVersions request, and can be stopped (SIGTERM), killed (SIGKILL) and
+restarted on the same data directory.  Its log goes to ``broker.log`` next to
+the data directory and is printed when a test fails to start it.
+
+``RawClient`` speaks the wire protocol with our ``protocol`` package over a
+plain blocking socket, for the hostile-input tests and for precise checks
+(ListOffsets, long-poll Fetch) that a high-level client would hide.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import socket
+import string
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.api import ApiKey, decode_response, encode_request
+from protocol.records import Record, decode_record_set
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_DIR = REPO / "tests" / "node"
+
+_size = struct.Struct(">i")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    (size,) = _size.unpack(recv_exact(sock, 4))
+    return recv_exact(sock, size)
+
+
+def peer_closed(sock: socket.socket, timeout: float = 10.0) -> bool:
+    """True when the broker closes ``sock`` (EOF or reset) without sending anything first."""
+    sock.settimeout(timeout)
+    try:
+        data = sock.recv(65536)
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+    return data == b""
+
+
+class RawClient:
+    """A blocking socket that sends requests built with ``protocol.api`` and decodes responses."""
+
+    def __init__(self, host: str, port: int, timeout: float = 15.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.correlation_id = 0
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def request(self, api_key: int, version: int, body: dict[str, Any], client_id: str = "e2e") -> Any:
+        self.correlation_id += 1
+        cid = self.correlation_id
+        self.sock.sendall(encode_request(api_key, version, cid, client_id, body))
+        got_cid, resp = decode_response(api_key, version, read_frame(self.sock))
+        assert got_cid == cid
+        return resp
+
+    # -- conveniences -----------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> int:
+        resp = self.request(ApiKey.CREATE_TOPICS, 5, {
+            "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
+            "timeout_ms": 10_000, "validate_only": False})
+        return resp.topics[0].error_code
+
+    def produce(self, topic: str, partition: int, records: bytes, acks: int = -1, version: int = 9) -> Any:
+        resp = self.request(ApiKey.PRODUCE, version, {
+            "transactional_id": None, "acks": acks, "timeout_ms": 10_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]})
+        return resp.responses[0].partition_responses[0]
+
+    def list_offset(self, topic: str, partition: int, timestamp: int, version: int = 7) -> Any:
+        resp = self.request(ApiKey.LIST_OFFSETS, version, {
+            "replica_id": -1, "isolation_level": 0, "timeout_ms": 10_000,
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
+        return resp.topics[0].partitions[0]
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def fetch(client: RawClient, topic: str, partition: int, offset: int, *, max_wait_ms: int = 0,
+          min_bytes: int = 1, max_bytes: int = 8 << 20, version: int = 12) -> Any:
+    """One Fetch (v4-v12: by topic name, no session) for one partition; returns the partition entry."""
+    resp = client.request(ApiKey.FETCH, version, {
+        "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
+        "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "",
+        "forgotten_topics_data": [],
+        "topics": [{"topic": topic, "partitions": [
+            {"partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes,
+             "current_leader_epoch": -1, "log_start_offset": -1, "last_fetched_epoch": -1}]}]})
+    return resp.responses[0].partitions[0]
+
+
+def read_all(client: RawClient, topic: str, partition: int = 0, start: int = 0) -> list[Record]:
+    """Every record from ``start`` to the high watermark, decoded (CRC-checked) with our codec."""
+    out: list[Record] = []
+    offset = start
+    while True:
+        part = fetch(client, topic, partition, offset)
+        assert part.error_code == 0, part
+        records = [r for r in decode_record_set(bytes(part.records or b"")) if r.offset >= offset]
+        out.extend(records)
+        if records:
+            offset = records[-1].offset + 1
+        if offset >= part.high_watermark or not records:
+            return out
+
+
+def sample_records(n: int, seed: int, *, text: bool = False) -> list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]:
+    """``(key, value, headers)`` triples: varied sizes, some null keys, 0-3 headers.
+
+    With ``text`` every key, value and header value is printable ASCII without
+    tabs or newlines (for kcat, whose input and output are text lines).
+    """
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + "-_.:/"
+
+    def blob(size: int) -> bytes:
+        if text:
+            return "".join(rng.choice(alphabet) for _ in range(size)).encode()
+        return rng.randbytes(size)
+
+    out = []
+    for i in range(n):
+        key = None if (i % 7 == 3 and not text) else f"key-{seed}-{i}".encode()
+        size = rng.choice([1, 10, 100, 1000, rng.randrange(1, 5000)])
+        value = f"v{i}:".encode() + blob(size)
+        headers = [(f"h{j}", blob(rng.randrange(1, 20))) for j in range(i % 4)]
+        out.append((key, value, headers))
+    return out
+
+
+class BrokerProcess:
+    """``python -m broker`` in a subprocess: start, wait until serving, SIGTERM, SIGKILL, restart."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, extra_args: list[str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.extra_args = list(extra_args or [])
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_fh: Any = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "broker", "--host", self.host, "--port", str(self.port),
+                "--data-dir", str(self.data_dir), "--metrics-port", "0",
+                "--set", "group.initial.rebalance.delay.ms=0", *self.extra_args]
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        for key in [k for k in env if k.startswith("KBROKER_")]:
+            env.pop(key)
+        self.proc = subprocess.Popen(self.command(), cwd=str(REPO), stdout=self._log_fh,
+                                     stderr=subprocess.STDOUT, env=env)
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode} during start:\n{self.log_tail()}")
+            try:
+                with RawClient(self.host, self.port, timeout=2.0) as c:
+                    resp = c.request(ApiKey.API_VERSIONS, 0, {})
+                    if resp.error_code == 0:
+                        return
+            except (OSError, ConnectionError) as exc:
+                last = exc
+            time.sleep(0.05)
+        raise RuntimeError(f"broker not serving on {self.bootstrap_servers} after {timeout}s ({last}):\n"
+                           f"{self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM and wait; returns the exit code (None if it was not running)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"broker ignored SIGTERM for {timeout}s:\n{self.log_tail()}") from None
+        self._close_log()
+        return self.proc.returncode
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log_fh is not None:
+            self._log_fh.close()
+            self._log_fh = None
+
+    def raw(self, timeout: float = 15.0) -> RawClient:
+        return RawClient(self.host, self.port, timeout)
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.alive():
+            self.stop()
+
+
+def tool_or_skip(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (run `bash tests/setup_tools.sh`, which installs it)")
+    return path
+
+
+def kafkajs_or_skip() -> str:
+    node = tool_or_skip("node")
+    if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
+        pytest.skip("kafkajs is not installed in tests/node/node_modules (run `bash tests/setup_tools.sh`)")
+    return node

@@ -9,6 +9,8 @@ capped, so a hostile client cannot explode the series count.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import threading
 from collections.abc import Iterator
@@ -47,6 +49,14 @@ class _BoundedLabels:
             self.seen.add(value)
         return value
 
+    def forget(self, value: str) -> bool:
+        """Free ``value``'s slot (its topic was deleted); True when it held one."""
+        with self._lock:
+            if value in self.seen:
+                self.seen.discard(value)
+                return True
+        return False
+
 
 class BrokerMetrics:
     def __init__(self, core: BrokerCore) -> None:
@@ -57,8 +67,8 @@ class BrokerMetrics:
         self.requests = Counter("kbroker_requests", "Requests handled, by API and version",
                                 ["api", "version"], registry=r)
         self.request_latency = Histogram("kbroker_request_latency_seconds",
-                                         "Time from request decoded to response ready", ["api"],
-                                         buckets=_LATENCY_BUCKETS, registry=r)
+                                         "Time from request decoded to response ready, by API and version",
+                                         ["api", "version"], buckets=_LATENCY_BUCKETS, registry=r)
         self.errors = Counter("kbroker_errors", "Error codes returned, by API and error name",
                               ["api", "error"], registry=r)
         self.bytes_in_total = Counter("kbroker_bytes_in", "Record bytes appended by producers", ["topic"],
@@ -75,20 +85,28 @@ class BrokerMetrics:
         self.rebalance_seconds = Histogram("kbroker_group_rebalance_duration_seconds",
                                            "Time from PreparingRebalance to the new generation",
                                            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300), registry=r)
-        r.register(_StateCollector(core))
+        r.register(_StateCollector(core, self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
+        #: the event loop the broker runs on; scrape-time collection snapshots state there
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        #: the port /metrics is served on (the real one when ``metrics_port`` was 0)
+        self.bound_port: int | None = None
 
     # -- request path ------------------------------------------------------------------
 
     def observe_request(self, api: str, version: int, seconds: float, body: Any) -> None:
-        self.requests.labels(api, str(version)).inc()
-        self.request_latency.labels(api).observe(seconds)
+        v = str(version)
+        self.requests.labels(api, v).inc()
+        self.request_latency.labels(api, v).observe(seconds)
         if body is not None:
             for code in _error_codes(body):
                 self.request_error(api, code)
 
     def request_error(self, api: str, code: int) -> None:
+        if api.startswith("Unknown"):
+            api = "Unknown"  # the key is client-chosen: one label value for all unknown APIs
         name = self._error_names.get(code)
         if name is None:
             from protocol.error_codes import ErrorCode
@@ -112,13 +130,50 @@ class BrokerMetrics:
         return None
 
     def topics_changed(self) -> None:
-        return None
+        """Drop the per-topic series of deleted topics and free their label slots."""
+        logs = getattr(self.core, "logs", None)
+        if logs is None:
+            return
+        existing = set(logs.topic_names())
+        for topic in [t for t in self.topic_label.seen if t not in existing]:
+            self.topic_label.forget(topic)
+            for counter in (self.bytes_in_total, self.bytes_out_total, self.messages_in_total):
+                try:
+                    counter.remove(topic)
+                except KeyError:
+                    pass
 
     # -- endpoint ---------------------------------------------------------------------
 
     def serve(self, host: str, port: int) -> None:
+        try:
+            self.loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
+        except RuntimeError:
+            self.loop = None
         self._http = start_http_server(port, addr=host, registry=self.registry)
-        log.info("metrics on http://%s:%d/metrics", host, port)
+        server = self._http[0] if isinstance(self._http, tuple) else None
+        self.bound_port = server.server_address[1] if server is not None else port
+        log.info("metrics on http://%s:%d/metrics", host, self.bound_port)
+
+    def on_loop(self, fn: Any, timeout: float = 10.0) -> Any:
+        """Run ``fn()`` on the broker's event loop (state is only consistent there) and return its result."""
+        loop = self.loop
+        if loop is None or loop.is_closed() or not loop.is_running() or threading.get_ident() == self._loop_thread:
+            return fn()
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def invoke() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        try:
+            loop.call_soon_threadsafe(invoke)
+        except RuntimeError:  # loop closed meanwhile
+            return fn()
+        return done.result(timeout)
 
     def close(self) -> None:
         if self._http is not None:
@@ -127,6 +182,7 @@ class BrokerMetrics:
                 server.shutdown()
                 server.server_close()
             self._http = None
+        self.bound_port = None
 
 
 def _error_codes(body: Any, budget: int = 2000) -> Iterator[int]:
@@ -147,36 +203,70 @@ def _error_codes(body: Any, budget: int = 2000) -> Iterator[int]:
 
 
 class _StateCollector:
-    """Scrape-time gauges: partitions, groups, committed offsets and lag."""
+    """Scrape-time gauges: partitions, groups, committed offsets and lag.
 
-    def __init__(self, core: BrokerCore) -> None:
+    The state is snapshotted on the broker's event loop (the HTTP server runs in its own
+    thread, and the logs and groups are only consistent on the loop); the metric families
+    are then built in the scraping thread.
+    """
+
+    def __init__(self, core: BrokerCore, metrics: BrokerMetrics) -> None:
         self.core = core
+        self.metrics = metrics
 
     def describe(self) -> list[Any]:
         return []
+
+    def _snapshot(self) -> tuple[list[tuple[str, int, int, int, int, int]], list[Any]]:
+        core = self.core
+        parts = [(plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
+                  plog.high_watermark) for plog in core.logs.logs()]
+        end_offsets = {(t, p): hw for t, p, _, _, _, hw in parts}
+        groups = list(core.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
+        return parts, groups
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         core = self.core
         if not getattr(core, "started", False):
             return
+        try:
+            parts, groups = self.metrics.on_loop(self._snapshot)
+        except Exception:
+            log.exception("collecting broker state for /metrics failed")
+            return
         leo = GaugeMetricFamily("kbroker_log_end_offset", "Log end offset", labels=["topic", "partition"])
         size = GaugeMetricFamily("kbroker_log_size_bytes", "Bytes on disk", labels=["topic", "partition"])
         start = GaugeMetricFamily("kbroker_log_start_offset", "Log start offset", labels=["topic", "partition"])
-        end_offsets: dict[tuple[str, int], int] = {}
-        count = 0
-        for plog in core.logs.logs():
-            topic, partition = plog.topic, plog.partition
-            end_offsets[(topic, partition)] = plog.high_watermark
+        dir_size = GaugeMetricFamily("kbroker_log_dir_size_bytes", "Bytes on disk of every partition, internal "
+                                     "topics and topics beyond the label cap included")
+        partitions = GaugeMetricFamily("kbroker_partitions", "Partitions hosted, internal topics included")
+        # one shared set of at most MAX_LABELLED_TOPICS topic label values across all metrics
+        labelled: set[str] = set()
+        all_bytes = 0
+        for topic, partition, end, nbytes, first, _hw in sorted(parts):
+            all_bytes += nbytes
             if topic.startswith("__"):
                 continue
-            count += 1
-            if count > MAX_LABELLED_TOPICS * 10:
-                continue
+            if topic not in labelled:
+                if self.metrics.topic_label(topic) == OTHER:
+                    continue
+                labelled.add(topic)
             labels = [topic, str(partition)]
-            leo.add_metric(labels, plog.log_end_offset)
-            size.add_metric(labels, plog.size_bytes)
-            start.add_metric(labels, plog.log_start_offset)
+            leo.add_metric(labels, end)
+            size.add_metric(labels, nbytes)
+            start.add_metric(labels, first)
+        dir_size.add_metric([], all_bytes)
+        partitions.add_metric([], len(parts))
         yield leo
         yield size
         yield start
-        yield from core.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS)
+        yield dir_size
+        yield partitions
+        for family in groups:
+            if "topic" in getattr(family, "_labelnames", ()) or family.name in _GROUP_TOPIC_FAMILIES:
+                family.samples = [s for s in family.samples if s.labels.get("topic") in labelled]
+            yield family
+
+
+#: group families labelled by topic: their samples are limited to the labelled topics
+_GROUP_TOPIC_FAMILIES = {"kbroker_group_committed_offset", "kbroker_group_lag"}

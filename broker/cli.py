@@ -1,0 +1,799 @@
+"""``kbroker``: the admin command line (topics, groups, produce, consume), built on our own client.
+
+    kbroker topics list
+    kbroker topics create orders --partitions 6 --config retention.ms=86400000
+    kbroker topics describe orders
+    kbroker topics delete orders
+    kbroker groups list
+    kbroker groups describe billing
+    seq 1 1000 | kbroker produce orders
+    kbroker produce orders --file data.txt --key-separator :
+    kbroker consume orders --offset beginning --exit --format '%p/%o %k=%s\\n'
+    kbroker consume orders --group billing --count 10
+
+The broker is ``--bootstrap-servers`` / ``KBROKER_BOOTSTRAP`` (default ``127.0.0.1:9092``).
+Exit codes: 0 success, 1 error (the message is on stderr), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from client import Admin, Consumer, NewTopic, Producer
+from client.errors import ConfigError, KafkaConnectionError, KafkaError, KafkaTimeoutError
+from client.offsets import LATEST, list_offsets
+from client.types import Record, TopicPartition
+from protocol.api import ApiKey
+from protocol.error_codes import ErrorCode
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+ENV_BOOTSTRAP = "KBROKER_BOOTSTRAP"
+CONFIG_SOURCE_TOPIC = 1  # DescribeConfigs config_source: DYNAMIC_TOPIC_CONFIG (set on the topic)
+RESOURCE_TOPIC = 2
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    """A failure reported to the user as ``kbroker: <message>`` with exit code 1."""
+
+
+class UsageError(CliError):
+    """A bad combination of arguments (exit code 2)."""
+
+
+# -- argument parsing ------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own errors: usage on stderr, exit 2
+        self.print_usage(sys.stderr)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kbroker", description="Administer a kbroker (or any Kafka) broker: topics, groups, "
+                "produce and consume.", formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="exit codes: 0 ok, 1 error, 2 usage")
+    p.add_argument("-b", "--bootstrap-servers", default=os.environ.get(ENV_BOOTSTRAP, DEFAULT_BOOTSTRAP),
+                   metavar="HOST:PORT", help=f"broker to talk to (env {ENV_BOOTSTRAP}, default {DEFAULT_BOOTSTRAP})")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="give up on a request (or connecting) after this long (default 10)")
+    p.add_argument("--client-id", default="kbroker-cli", help="client id sent to the broker")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    topics = sub.add_parser("topics", help="list, create, describe, delete topics")
+    tsub = topics.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    t = tsub.add_parser("list", help="topic names, one per line")
+    t.add_argument("--internal", action="store_true", help="include internal topics (__consumer_offsets)")
+    t.add_argument("--json", action="store_true", help="JSON output: {name: partitions}")
+    t = tsub.add_parser("create", help="create a topic")
+    t.add_argument("name")
+    t.add_argument("-p", "--partitions", type=int, required=True, metavar="N")
+    t.add_argument("--replication-factor", type=int, default=1, metavar="N")
+    t.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="topic config, e.g. retention.ms=86400000 (repeatable)")
+    t.add_argument("--if-not-exists", action="store_true", help="succeed if the topic exists already")
+    t = tsub.add_parser("describe", help="partitions, leaders, offsets and configs of a topic")
+    t.add_argument("name")
+    t.add_argument("--json", action="store_true")
+    t = tsub.add_parser("delete", help="delete a topic")
+    t.add_argument("name")
+    t.add_argument("--if-exists", action="store_true", help="succeed if the topic does not exist")
+
+    groups = sub.add_parser("groups", help="list and describe consumer groups")
+    gsub = groups.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    g = gsub.add_parser("list", help="group ids with state and protocol type")
+    g.add_argument("--json", action="store_true")
+    g = gsub.add_parser("describe", help="members, assignments, committed offsets and lag "
+                        "(like kafka-consumer-groups --describe)")
+    g.add_argument("group")
+    g.add_argument("--json", action="store_true")
+    g = gsub.add_parser("delete", help="delete an empty group and its committed offsets")
+    g.add_argument("group")
+
+    pr = sub.add_parser("produce", help="produce one record per input line")
+    pr.add_argument("topic")
+    pr.add_argument("-f", "--file", help="read records from this file instead of stdin")
+    pr.add_argument("-K", "--key-separator", metavar="SEP",
+                    help="split each line at the first SEP into key and value")
+    pr.add_argument("-p", "--partition", type=int, help="send every record to this partition")
+    pr.add_argument("-H", "--header", action="append", default=[], metavar="NAME=VALUE",
+                    help="add this header to every record (repeatable)")
+    pr.add_argument("--acks", choices=("0", "1", "all"), default="all")
+    pr.add_argument("-z", "--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"), default="none")
+    pr.add_argument("--progress", action="store_true",
+                    help="report progress on stderr even when it is not a terminal")
+    pr.add_argument("--no-progress", action="store_true", help="never report progress")
+    pr.add_argument("--progress-every", type=int, default=10000, metavar="N",
+                    help="progress update every N records (default 10000; terminals also every 0.2 s)")
+    pr.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
+
+    co = sub.add_parser("consume", help="print records (kcat-like)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="format tokens: %%t topic  %%p partition  %%o offset  %%k key  %%s value\n"
+                               "  %%T timestamp (ms)  %%K key length  %%S value length  %%h headers\n"
+                               "  %%%% a percent sign; escapes \\n \\t \\r \\\\")
+    co.add_argument("topic")
+    co.add_argument("-o", "--offset", default=None, metavar="beginning|end|N|-N",
+                    help="where to start: beginning, end, an absolute offset N, or -N (N before the end); "
+                         "with --group only for partitions without a committed offset (beginning|end). "
+                         "Default: end, or the committed offset with --group")
+    co.add_argument("-c", "--count", type=int, metavar="N", help="exit after N records")
+    co.add_argument("-p", "--partition", type=int, action="append", metavar="P",
+                    help="only this partition (repeatable; not with --group)")
+    co.add_argument("-f", "--format", default="%s\\n", metavar="FMT", help="output format (default '%%s\\n')")
+    co.add_argument("-g", "--group", help="consume as a member of this group, committing what was printed")
+    co.add_argument("-e", "--exit", action="store_true",
+                    help="exit once the end of every partition (as of when it was assigned) is reached")
+    co.add_argument("--null", default="", metavar="TEXT", help="text printed for a null key or value")
+    return p
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ctx:
+    bootstrap: str
+    timeout_ms: int
+    client_id: str
+
+    def common(self) -> dict[str, Any]:
+        return {"bootstrap_servers": self.bootstrap, "client_id": self.client_id,
+                "request_timeout_ms": self.timeout_ms}
+
+
+def _err(message: str) -> None:
+    print(f"kbroker: {message}", file=sys.stderr)
+
+
+@contextlib.asynccontextmanager
+async def _admin(ctx: Ctx) -> Any:
+    admin = Admin(**ctx.common())
+    try:
+        await admin.start()
+    except (KafkaConnectionError, KafkaTimeoutError, OSError) as exc:
+        await admin.close()
+        raise CliError(f"cannot connect to {ctx.bootstrap} ({exc})") from None
+    try:
+        yield admin
+    finally:
+        await admin.close()
+
+
+def _explain(exc: KafkaError, what: str = "") -> str:
+    code = exc.code
+    detail = exc.detail or ""
+    prefix = f"{what}: " if what else ""
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        return f"{prefix}unknown topic or partition" + (f" ({detail})" if detail else "")
+    return f"{prefix}{exc}"
+
+
+async def _topic_partitions(admin: Admin, topic: str) -> list[int]:
+    md = await admin.net.refresh_metadata()
+    info = md.topics.get(topic)
+    if info is None or (info.error_code and not info.partitions):
+        raise CliError(f"topic {topic!r} does not exist")
+    return sorted(info.partitions)
+
+
+def _table(rows: list[list[str]], out: IO[str]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.write(" ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+
+
+def _parse_kv(items: Iterable[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{what} expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+# -- topics ----------------------------------------------------------------------------------------
+
+
+async def topics_list(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        topics = await admin.list_topics(include_internal=args.internal)
+    if args.json:
+        print(json.dumps(dict(sorted(topics.items()))))
+    else:
+        for name in sorted(topics):
+            print(name)
+    return EXIT_OK
+
+
+async def topics_create(ctx: Ctx, args: argparse.Namespace) -> int:
+    if args.partitions < 1:
+        raise UsageError("--partitions must be at least 1")
+    configs = _parse_kv(args.config, "--config")
+    async with _admin(ctx) as admin:
+        try:
+            await admin.create_topics([NewTopic(args.name, args.partitions, args.replication_factor, configs)],
+                                      timeout_ms=ctx.timeout_ms, ignore_existing=args.if_not_exists)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise CliError(f"topic {args.name!r} already exists") from None
+            if exc.code == ErrorCode.INVALID_TOPIC_EXCEPTION:
+                raise CliError(f"invalid topic name {args.name!r}") from None
+            raise CliError(f"cannot create topic {args.name!r}: {exc}") from None
+    print(f"created topic {args.name!r} with {args.partitions} partition(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+async def topics_delete(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        try:
+            await admin.delete_topics([args.name], timeout_ms=ctx.timeout_ms)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                if args.if_exists:
+                    return EXIT_OK
+                raise CliError(f"topic {args.name!r} does not exist") from None
+            raise CliError(f"cannot delete topic {args.name!r}: {exc}") from None
+    print(f"deleted topic {args.name!r}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _topic_overrides(admin: Admin, topic: str) -> dict[str, str | None]:
+    """Configs set on the topic itself (not broker defaults), via a raw DescribeConfigs."""
+    body = {"resources": [{"resource_type": RESOURCE_TOPIC, "resource_name": topic, "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": False}
+    _, resp = await admin.net.send_any(ApiKey.DESCRIBE_CONFIGS, body)
+    out: dict[str, str | None] = {}
+    for r in resp.results:
+        if r.error_code:
+            raise KafkaError(r.error_code, f"describe configs of {topic!r}")
+        for c in r.configs:
+            source = c.get("config_source", -1)
+            is_default = c.get("is_default", False)
+            if source == CONFIG_SOURCE_TOPIC or (source == -1 and not is_default):
+                out[c.name] = c.value
+    return out
+
+
+async def topics_describe(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        parts = await _topic_partitions(admin, args.name)
+        info = admin.net.metadata.topics[args.name]
+        tps = [TopicPartition(args.name, p) for p in parts]
+        earliest = await list_offsets(admin.net, dict.fromkeys(tps, -2))
+        latest = await list_offsets(admin.net, dict.fromkeys(tps, LATEST))
+        configs = await _topic_overrides(admin, args.name)
+    rf = max((len(pi.replicas) for pi in info.partitions.values()), default=0)
+    data = {
+        "topic": args.name, "topic_id": str(info.topic_id) if info.topic_id else None,
+        "partition_count": len(parts), "replication_factor": rf, "internal": info.is_internal,
+        "configs": configs,
+        "partitions": [
+            {"partition": p, "leader": info.partitions[p].leader, "replicas": list(info.partitions[p].replicas),
+             "isr": list(info.partitions[p].isr), "log_start_offset": earliest[TopicPartition(args.name, p)][0],
+             "log_end_offset": latest[TopicPartition(args.name, p)][0],
+             "records": latest[TopicPartition(args.name, p)][0] - earliest[TopicPartition(args.name, p)][0]}
+            for p in parts],
+    }
+    if args.json:
+        print(json.dumps(data))
+        return EXIT_OK
+    cfg = ",".join(f"{k}={v}" for k, v in sorted(configs.items()))
+    print(f"Topic: {args.name}\tTopicId: {data['topic_id']}\tPartitionCount: {len(parts)}\t"
+          f"ReplicationFactor: {rf}\tConfigs: {cfg}")
+    for row in data["partitions"]:
+        print(f"\tTopic: {args.name}\tPartition: {row['partition']}\tLeader: {row['leader']}\t"
+              f"Replicas: {','.join(map(str, row['replicas']))}\tIsr: {','.join(map(str, row['isr']))}\t"
+              f"LogStartOffset: {row['log_start_offset']}\tLogEndOffset: {row['log_end_offset']}")
+    return EXIT_OK
+
+
+# -- groups ----------------------------------------------------------------------------------------
+
+
+async def groups_list(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        groups = sorted(await admin.list_groups(), key=lambda g: g.group_id)
+    if args.json:
+        print(json.dumps([{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type}
+                          for g in groups]))
+        return EXIT_OK
+    if not groups:
+        return EXIT_OK
+    rows = [["GROUP", "STATE", "PROTOCOL-TYPE"]]
+    rows += [[g.group_id, g.state or "-", g.protocol_type or "-"] for g in groups]
+    _table(rows, sys.stdout)
+    return EXIT_OK
+
+
+async def describe_group(admin: Admin, group: str) -> dict[str, Any]:
+    """Everything ``groups describe`` shows, as plain data."""
+    try:
+        desc = (await admin.describe_groups([group])).get(group)
+    except KafkaError as exc:
+        if exc.code in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.INVALID_GROUP_ID):
+            raise CliError(f"group {group!r} does not exist") from None
+        raise
+    offsets = await admin.list_group_offsets(group)
+    if desc is None or (desc.state in ("Dead", "") and not offsets):
+        raise CliError(f"group {group!r} does not exist")
+    owner: dict[TopicPartition, Any] = {}
+    for m in desc.members:
+        for tp in m.assignment:
+            owner[tp] = m
+    missing = [tp for tp in owner if tp not in offsets]
+    ends = {tp: off for tp, (off, _) in (await list_offsets(admin.net, dict.fromkeys(missing, LATEST))).items()} \
+        if missing else {}
+    rows = []
+    for tp in sorted(set(owner) | set(offsets)):
+        m = owner.get(tp)
+        info = offsets.get(tp)
+        rows.append({
+            "topic": tp.topic, "partition": tp.partition,
+            "current_offset": info.offset if info else None,
+            "log_end_offset": info.end_offset if info else ends.get(tp),
+            "lag": info.lag if info else None,
+            "consumer_id": m.member_id if m else None, "host": m.client_host if m else None,
+            "client_id": m.client_id if m else None,
+        })
+    members = [{"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.client_host,
+                "client_id": m.client_id, "assignment": [f"{tp.topic}-{tp.partition}" for tp in sorted(m.assignment)]}
+               for m in sorted(desc.members, key=lambda m: m.member_id)]
+    return {"group": group, "state": desc.state, "protocol_type": desc.protocol_type, "protocol": desc.protocol,
+            "members": members, "partitions": rows,
+            "total_lag": sum(r["lag"] for r in rows if r["lag"] is not None)}
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def _host(host: str | None) -> str:
+    return "-" if not host else (host if host.startswith("/") else "/" + host)
+
+
+async def groups_describe(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        data = await describe_group(admin, args.group)
+    if args.json:
+        print(json.dumps(data))
+        return EXIT_OK
+    out = sys.stdout
+    g = args.group
+    print(f"Group {g!r}: state {data['state']}, protocol {data['protocol'] or '-'}, "
+          f"{len(data['members'])} member(s), total lag {data['total_lag']}")
+    if not data["members"]:
+        print(f"Consumer group {g!r} has no active members.")
+    print()
+    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+             "CLIENT-ID"]]
+    for r in data["partitions"]:
+        rows.append([g, r["topic"], str(r["partition"]), _dash(r["current_offset"]), _dash(r["log_end_offset"]),
+                     _dash(r["lag"]), _dash(r["consumer_id"]), _host(r["host"]), _dash(r["client_id"])])
+    _table(rows, out)
+    if data["members"]:
+        print()
+        mrows = [["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
+        for m in data["members"]:
+            mrows.append([g, m["consumer_id"], _host(m["host"]), _dash(m["client_id"]), str(len(m["assignment"])),
+                          ",".join(m["assignment"]) or "-"])
+        _table(mrows, out)
+    return EXIT_OK
+
+
+async def groups_delete(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        try:
+            await admin.delete_groups([args.group])
+        except KafkaError as exc:
+            if exc.code == ErrorCode.GROUP_ID_NOT_FOUND:
+                raise CliError(f"group {args.group!r} does not exist") from None
+            if exc.code == ErrorCode.NON_EMPTY_GROUP:
+                raise CliError(f"group {args.group!r} still has members") from None
+            raise
+    print(f"deleted group {args.group!r}", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- produce ---------------------------------------------------------------------------------------
+
+
+class Progress:
+    """Progress on stderr: a redrawn bar on a terminal, a line per update otherwise."""
+
+    def __init__(self, enabled: bool, every: int, total_bytes: int | None, stream: IO[str]) -> None:
+        self.enabled = enabled
+        self.every = max(1, every)
+        self.total = total_bytes if total_bytes else None
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.started = time.monotonic()
+        self._last_draw = 0.0
+        self._next_count = self.every
+        self._drawn = False
+
+    def update(self, records: int, nbytes: int, force: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        due = records >= self._next_count or (self.tty and now - self._last_draw >= 0.2)
+        if not (due or force):
+            return
+        while self._next_count <= records:
+            self._next_count += self.every
+        self._last_draw = now
+        elapsed = max(now - self.started, 1e-6)
+        text = f"{records} records, {_human(nbytes)}, {records / elapsed:,.0f} records/s"
+        if self.total:
+            frac = min(1.0, nbytes / self.total)
+            filled = int(frac * 30)
+            text = f"[{'#' * filled}{'.' * (30 - filled)}] {frac * 100:5.1f}% " + text
+        if self.tty:
+            self.stream.write("\r" + text + "\033[K")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+        self._drawn = True
+
+    def finish(self) -> None:
+        if self.enabled and self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+async def produce(ctx: Ctx, args: argparse.Namespace) -> int:
+    headers = [(k, v.encode()) for k, v in _parse_kv(args.header, "--header").items()] or None
+    sep = args.key_separator.encode() if args.key_separator else None
+    if args.key_separator == "":
+        raise UsageError("--key-separator must not be empty")
+    total: int | None = None
+    if args.file:
+        try:
+            stream: IO[bytes] = open(args.file, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+        with contextlib.suppress(OSError):
+            total = os.fstat(stream.fileno()).st_size
+    else:
+        stream = sys.stdin.buffer
+    show = not args.no_progress and (args.progress or sys.stderr.isatty())
+    progress = Progress(show, args.progress_every, total, sys.stderr)
+    async with _admin(ctx) as admin:
+        md = await admin.net.refresh_metadata()
+        info = md.topics.get(args.topic)
+        if info is not None and args.partition is not None and args.partition not in info.partitions:
+            raise CliError(f"topic {args.topic!r} has no partition {args.partition}")
+    acks = -1 if args.acks == "all" else int(args.acks)
+    producer = Producer(**ctx.common(), acks=acks, linger_ms=20, batch_size=256 * 1024,
+                        compression_type=None if args.compression == "none" else args.compression)
+    try:
+        await producer.start()
+    except (KafkaConnectionError, KafkaTimeoutError) as exc:
+        raise CliError(f"cannot connect to {ctx.bootstrap} ({exc})") from None
+    count = nbytes = 0
+    failures: list[BaseException] = []
+    pending: set[asyncio.Future[Any]] = set()
+
+    def done(fut: asyncio.Future[Any]) -> None:
+        pending.discard(fut)
+        if not fut.cancelled() and fut.exception() is not None and len(failures) < 10:
+            failures.append(fut.exception())  # type: ignore[arg-type]
+
+    try:
+        loop = asyncio.get_running_loop()
+        reader = iter(stream)
+        while True:
+            # reading a pipe blocks: do it off the loop so the producer keeps sending meanwhile
+            chunk = await loop.run_in_executor(None, _take, reader, 1000)
+            if not chunk:
+                break
+            for raw in chunk:
+                nbytes += len(raw)
+                line = raw.rstrip(b"\n")
+                if line.endswith(b"\r"):
+                    line = line[:-1]
+                if not line:
+                    continue
+                key: bytes | None = None
+                value = line
+                if sep is not None:
+                    k, found, v = line.partition(sep)
+                    if found:
+                        key, value = k, v
+                try:
+                    fut = await producer.enqueue(args.topic, value=value, key=key, headers=headers,
+                                                 partition=args.partition)
+                except KafkaTimeoutError:
+                    raise CliError(f"topic {args.topic!r} does not exist (and the broker did not create it)") \
+                        from None
+                except KafkaError as exc:
+                    raise CliError(_explain(exc, f"cannot produce to {args.topic!r}")) from None
+                pending.add(fut)
+                fut.add_done_callback(done)
+                count += 1
+                progress.update(count, nbytes)
+            if failures:
+                break
+        await producer.flush(ctx.timeout_ms / 1000 * 6)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+        progress.update(count, nbytes, force=True)
+        progress.finish()
+        await producer.close(5)
+    if failures:
+        raise CliError(f"delivery to {args.topic!r} failed: {failures[0]}")
+    if not args.quiet:
+        print(f"produced {count} record(s) to {args.topic!r}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _take(it: Iterator[bytes], n: int) -> list[bytes]:
+    out = []
+    for line in it:
+        out.append(line)
+        if len(out) >= n:
+            break
+    return out
+
+
+# -- consume ---------------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"%[ktpoTsKSh%]|\\[ntr\\]")
+_ESCAPES = {"\\n": b"\n", "\\t": b"\t", "\\r": b"\r", "\\\\": b"\\"}
+
+
+def compile_format(fmt: str, null: bytes = b"") -> Any:
+    """Turn a kcat-style format into ``record -> bytes``."""
+    parts: list[Any] = []
+    pos = 0
+    for m in _TOKEN.finditer(fmt):
+        if m.start() > pos:
+            parts.append(fmt[pos:m.start()].encode())
+        tok = m.group()
+        parts.append(_ESCAPES.get(tok, tok))
+        pos = m.end()
+    if pos < len(fmt):
+        parts.append(fmt[pos:].encode())
+
+    def render(r: Record) -> bytes:
+        out = bytearray()
+        for part in parts:
+            if isinstance(part, bytes):
+                out += part
+            elif part == "%s":
+                out += null if r.value is None else r.value
+            elif part == "%k":
+                out += null if r.key is None else r.key
+            elif part == "%t":
+                out += r.topic.encode()
+            elif part == "%p":
+                out += str(r.partition).encode()
+            elif part == "%o":
+                out += str(r.offset).encode()
+            elif part == "%T":
+                out += str(r.timestamp).encode()
+            elif part == "%S":
+                out += str(-1 if r.value is None else len(r.value)).encode()
+            elif part == "%K":
+                out += str(-1 if r.key is None else len(r.key)).encode()
+            elif part == "%h":
+                out += b",".join(k.encode() + b"=" + (v if v is not None else null) for k, v in r.headers or [])
+            elif part == "%%":
+                out += b"%"
+        return bytes(out)
+
+    return render
+
+
+def _parse_offset(raw: str | None) -> tuple[str, int]:
+    if raw is None:
+        return "default", 0
+    if raw in ("beginning", "earliest", "start"):
+        return "beginning", 0
+    if raw in ("end", "latest"):
+        return "end", 0
+    try:
+        n = int(raw)
+    except ValueError:
+        raise UsageError(f"--offset must be beginning, end, N or -N, not {raw!r}") from None
+    return ("relative", -n) if n < 0 else ("absolute", n)
+
+
+async def consume(ctx: Ctx, args: argparse.Namespace) -> int:
+    mode, n = _parse_offset(args.offset)
+    if args.group and args.partition:
+        raise UsageError("--partition cannot be combined with --group (the group assigns partitions)")
+    if args.group and mode in ("absolute", "relative"):
+        raise UsageError("with --group, --offset may only be beginning or end (used when nothing is committed)")
+    if args.count is not None and args.count < 1:
+        raise UsageError("--count must be at least 1")
+    render = compile_format(args.format, args.null.encode())
+    async with _admin(ctx) as admin:
+        parts = await _topic_partitions(admin, args.topic)
+    for p in args.partition or []:
+        if p not in parts:
+            raise CliError(f"topic {args.topic!r} has no partition {p}")
+    config: dict[str, Any] = {**ctx.common(), "request_timeout_ms": max(ctx.timeout_ms, 30000),
+                              "enable_auto_commit": False}
+    if args.group:
+        config.update(group_id=args.group, auto_offset_reset="earliest" if mode == "beginning" else "latest")
+    else:
+        config.update(auto_offset_reset="earliest" if mode == "beginning" else "latest")
+    consumer = Consumer(**config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    out = sys.stdout.buffer
+    printed = 0
+    ends: dict[TopicPartition, int] = {}
+    try:
+        try:
+            await consumer.start()
+        except (KafkaConnectionError, KafkaTimeoutError) as exc:
+            raise CliError(f"cannot connect to {ctx.bootstrap} ({exc})") from None
+        if args.group:
+            consumer.subscribe([args.topic])
+        else:
+            tps = [TopicPartition(args.topic, p) for p in (args.partition or parts)]
+            consumer.assign(tps)
+            if mode == "beginning":
+                await consumer.seek_to_beginning(*tps)
+            elif mode in ("end", "default"):
+                await consumer.seek_to_end(*tps)
+            else:
+                first = await consumer.beginning_offsets(tps)
+                last = await consumer.end_offsets(tps)
+                for tp in tps:
+                    target = n if mode == "absolute" else last[tp] - n
+                    consumer.seek(tp, max(first[tp], min(target, last[tp])))
+        while not stop.is_set():
+            if args.exit:
+                assigned = consumer.assignment()
+                new = [tp for tp in assigned if tp not in ends]
+                if new:
+                    ends.update(await consumer.end_offsets(new))
+                if assigned and await _at_end(consumer, assigned, ends):
+                    break
+            getter = asyncio.ensure_future(consumer.getmany(timeout_ms=500))
+            stopper = asyncio.ensure_future(stop.wait())
+            await asyncio.wait([getter, stopper], return_when=asyncio.FIRST_COMPLETED)
+            stopper.cancel()
+            if not getter.done():
+                getter.cancel()
+                with contextlib.suppress(asyncio.CancelledError, KafkaError):
+                    await getter
+                break
+            batch = getter.result()
+            commit: dict[TopicPartition, int] = {}
+            limit_hit = False
+            for tp in sorted(batch):
+                for r in batch[tp]:
+                    out.write(render(r))
+                    printed += 1
+                    commit[tp] = r.offset + 1
+                    if args.count is not None and printed >= args.count:
+                        limit_hit = True
+                        break
+                if limit_hit:
+                    break
+            out.flush()
+            if args.group and commit:
+                await consumer.commit(commit)
+            if limit_hit:
+                break
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(consumer.close(), 10)
+    return EXIT_OK
+
+
+async def _at_end(consumer: Consumer, assigned: set[TopicPartition], ends: dict[TopicPartition, int]) -> bool:
+    for tp in assigned:
+        try:
+            if await consumer.position(tp) < ends[tp]:
+                return False
+        except KafkaTimeoutError:  # position not known yet
+            return False
+    return True
+
+
+# -- entry point -----------------------------------------------------------------------------------
+
+_COMMANDS = {
+    ("topics", "list"): topics_list,
+    ("topics", "create"): topics_create,
+    ("topics", "describe"): topics_describe,
+    ("topics", "delete"): topics_delete,
+    ("groups", "list"): groups_list,
+    ("groups", "describe"): groups_describe,
+    ("groups", "delete"): groups_delete,
+    ("produce", None): produce,
+    ("consume", None): consume,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    action = getattr(args, "action", None)
+    handler = _COMMANDS.get((args.command, action))
+    if handler is None:
+        _err(f"{args.command}: missing action (try 'kbroker {args.command} --help')")
+        return EXIT_USAGE
+    if args.timeout <= 0:
+        _err("--timeout must be positive")
+        return EXIT_USAGE
+    ctx = Ctx(args.bootstrap_servers, int(args.timeout * 1000), args.client_id)
+    try:
+        from client.config import parse_bootstrap
+
+        parse_bootstrap(ctx.bootstrap)
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    try:
+        return asyncio.run(handler(ctx, args))
+    except UsageError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except CliError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    except KafkaConnectionError as exc:
+        _err(f"lost the connection to {ctx.bootstrap} ({exc})")
+        return EXIT_ERROR
+    except KafkaTimeoutError as exc:
+        _err(f"timed out talking to {ctx.bootstrap}: {exc}")
+        return EXIT_ERROR
+    except KafkaError as exc:
+        _err(_explain(exc))
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`): not an error; silence the flush at exit
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""The ``kbroker`` Spark data source: batch and streaming reads and writes of kbroker topics.
+
+Mirrors Spark's built-in Kafka source (columns, option names, offset JSON) so that jobs written
+for ``format("kafka")`` run with ``format("kbroker")``.  Readers yield Arrow record batches
+built against one fixed schema; executors read with kbroker's synchronous client facade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from client.types import Record, TopicPartition
+from spark_jobs import _reader
+from spark_jobs.options import (
+    EARLIEST,
+    LATEST,
+    Offsets,
+    OffsetSpec,
+    Subscription,
+    _bool,
+    _positive_int,
+    offset_spec,
+    offsets_from_json,
+    offsets_to_json,
+    plan_ranges,
+    rate_limit,
+    validate_batch_specs,
+    validate_stream_options,
+)
+
+log = logging.getLogger(__name__)
+
+FORMAT = "kbroker"
+
+SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
+              "timestamp timestamp, timestampType int")
+HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
+
+HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+ARROW_SCHEMA = pa.schema([
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("timestampType", pa.int32()),
+])
+ARROW_SCHEMA_HEADERS = ARROW_SCHEMA.append(pa.field("headers", HEADER_TYPE))
+
+
+# -- record batches ----------------------------------------------------------------------------
+
+def to_arrow(records: Sequence[Record], topic: str, partition: int, include_headers: bool = False) -> pa.RecordBatch:
+    """Records of one partition as a batch of the fixed source schema."""
+    n = len(records)
+    ts_ms = pa.array([r.timestamp for r in records], pa.int64())
+    arrays = [
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.array([r.offset for r in records], pa.int64()),
+        ts_ms.cast(pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")),
+        pa.array([r.timestamp_type for r in records], pa.int32()),
+    ]
+    if include_headers:
+        arrays.append(pa.array([r.headers or None for r in records], HEADER_TYPE))
+        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA_HEADERS)
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+# -- partitions --------------------------------------------------------------------------------
+
+class KBrokerPartition(InputPartition):
+    """Offsets ``[start, end)`` of one topic-partition (or a slice of it)."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+    def __repr__(self) -> str:
+        return f"KBrokerPartition({self.topic}-{self.partition} [{self.start}, {self.end}))"
+
+
+def _read_partition(options: Mapping[str, str], part: InputPartition, include_headers: bool
+                    ) -> Iterator[pa.RecordBatch]:
+    if not isinstance(part, KBrokerPartition):  # Spark's placeholder for an empty plan
+        return
+    cfg = _reader.consumer_kwargs(options, executor=True)
+    poll_ms = int(options.get("kafkaconsumer.polltimeoutms") or 120_000)
+    fail = _bool(options, "failondataloss", True)
+    for chunk in _reader.read_range(cfg, part.topic, part.partition, part.start, part.end,
+                                    fail_on_data_loss=fail, poll_timeout_ms=poll_ms):
+        yield to_arrow(chunk, part.topic, part.partition, include_headers)
+
+
+def _partitions(start: Offsets, end: Offsets, options: Mapping[str, str]) -> list[InputPartition]:
+    ranges = plan_ranges(start, end, min_partitions=_positive_int(options, "minpartitions"),
+                         max_records_per_partition=_positive_int(options, "maxrecordsperpartition"))
+    return [KBrokerPartition(r.topic, r.partition, r.start, r.end) for r in ranges]
+
+
+# -- offset resolution (driver side) -----------------------------------------------------------
+
+def _topic_partitions(reader: _reader.OffsetReader, sub: Subscription) -> list[TopicPartition]:
+    return reader.topic_partitions(subscribe=sub.topics, pattern=sub.pattern, assign=sub.assign)
+
+
+def resolve(reader: _reader.OffsetReader, spec: OffsetSpec, tps: list[TopicPartition], *, bound: str,
+            strategy: str = "error") -> Offsets:
+    """Concrete offsets for ``tps``; ``bound`` is "starting" or "ending" (for messages and defaults)."""
+    if spec.kind == "earliest":
+        return reader.earliest(tps)
+    if spec.kind == "latest":
+        return reader.latest(tps)
+    if spec.kind == "timestamp":
+        assert spec.timestamp is not None
+        wanted = dict.fromkeys(tps, spec.timestamp)
+    else:
+        wanted = spec.mapping
+        if set(wanted) != set(tps):
+            raise ValueError(
+                f"{bound}Offsets{'ByTimestamp' if spec.kind == 'timestamps' else ''} must name every "
+                f"TopicPartition of the query: expected {sorted(map(tuple, tps))}, got "
+                f"{sorted(map(tuple, wanted))}")
+    if spec.kind == "offsets":
+        out = dict(wanted)
+        need_e = [tp for tp, v in out.items() if v == EARLIEST]
+        need_l = [tp for tp, v in out.items() if v == LATEST]
+        out.update(reader.earliest(need_e))
+        out.update(reader.latest(need_l))
+        for tp, v in out.items():
+            if v < 0:
+                raise ValueError(f"bad {bound} offset {v} for {tp.topic}-{tp.partition}")
+        return out
+    found = reader.for_times(wanted)
+    missing = [tp for tp, v in found.items() if v is None]
+    out = {tp: v for tp, v in found.items() if v is not None}
+    if missing:
+        if bound == "starting" and strategy == "error":
+            raise ValueError(f"no offset with a timestamp >= the given one for {sorted(map(tuple, missing))}; "
+                             "set startingOffsetsByTimestampStrategy=latest to start at the end instead")
+        out.update(reader.latest(missing))
+    return out
+
+
+def _include_headers(options: Mapping[str, str]) -> bool:
+    return _bool(options, "includeheaders", False)
+
+
+# -- data source -------------------------------------------------------------------------------
+
+class KBrokerDataSource(DataSource):
+    """``spark.read.format("kbroker")`` / ``readStream`` / ``write`` / ``writeStream``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SCHEMA_DDL + (", " + HEADERS_DDL if _include_headers(self.options) else "")
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KBrokerBatchReader(dict(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KBrokerStreamReader(dict(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> KBrokerWriter:
+        if overwrite:
+            raise ValueError("the kbroker sink only appends; use mode('append')")
+        return KBrokerWriter(dict(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> KBrokerStreamWriter:
+        return KBrokerStreamWriter(dict(self.options), schema)
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in options.items()}
+
+
+class KBrokerBatchReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = _lower(options)
+        self.subscription = Subscription.from_options(self.options)
+        self.start_spec = offset_spec(self.options, "starting", "earliest")
+        self.end_spec = offset_spec(self.options, "ending", "latest")
+        validate_batch_specs(self.start_spec, self.end_spec)
+        self.include_headers = _include_headers(self.options)
+        _reader.consumer_kwargs(self.options)  # fail early on bad kafka.* options
+
+    def partitions(self) -> list[InputPartition]:
+        strategy = self.options.get("startingoffsetsbytimestampstrategy", "error").lower()
+        with _reader.OffsetReader(_reader.consumer_kwargs(self.options)) as r:
+            tps = _topic_partitions(r, self.subscription)
+            start = resolve(r, self.start_spec, tps, bound="starting", strategy=strategy)
+            end = resolve(r, self.end_spec, tps, bound="ending")
+        fail = _bool(self.options, "failondataloss", True)
+        for tp in tps:
+            if start[tp] > end[tp]:
+                msg = (f"{tp.topic}-{tp.partition}: starting offset {start[tp]} is after the ending offset "
+                       f"{end[tp]}")
+                if fail:
+                    raise ValueError(msg)
+                log.warning("%s; the partition is skipped", msg)
+        return _partitions(start, end, self.options)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from _read_partition(self.options, partition, self.include_headers)
+
+
+class KBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are ``{"topic": {"partition": next_offset}}``; new partitions start at offset 0."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = _lower(options)
+        validate_stream_options(self.options)
+        self.subscription = Subscription.from_options(self.options)
+        self.start_spec = offset_spec(self.options, "starting", "latest")
+        self.include_headers = _include_headers(self.options)
+        self.max_per_trigger = _positive_int(self.options, "maxoffsetspertrigger")
+        self.fail_on_data_loss = _bool(self.options, "failondataloss", True)
+        _reader.consumer_kwargs(self.options)
+        self._offsets: _reader.OffsetReader | None = None
+        self._target: Offsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_offsets"] = None
+        return state
+
+    @property
+    def _r(self) -> _reader.OffsetReader:
+        if self._offsets is None:
+            self._offsets = _reader.OffsetReader(_reader.consumer_kwargs(self.options))
+        return self._offsets
+
+    def _latest_all(self) -> Offsets:
+        return self._r.latest(_topic_partitions(self._r, self.subscription))
+
+    def initialOffset(self) -> dict:
+        strategy = self.options.get("startingoffsetsbytimestampstrategy", "error").lower()
+        tps = _topic_partitions(self._r, self.subscription)
+        return offsets_to_json(resolve(self._r, self.start_spec, tps, bound="starting", strategy=strategy))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_per_trigger) if self.max_per_trigger else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._latest_all()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        begin = offsets_from_json(start)
+        latest = dict(self._target) if self._target is not None else self._latest_all()
+        for tp, off in begin.items():
+            if tp not in latest:
+                self._data_loss(f"{tp.topic}-{tp.partition} is gone (topic deleted?)")
+                latest[tp] = off  # keep tracking it so the offsets never move backwards
+            elif latest[tp] < off:
+                self._data_loss(f"{tp.topic}-{tp.partition}: offset went back from {off} to {latest[tp]}")
+                latest[tp] = off
+        if isinstance(limit, ReadMaxRows):
+            latest = rate_limit(begin, latest, limit.max_rows)
+        return offsets_to_json(latest)
+
+    def reportLatestOffset(self) -> dict | None:
+        return offsets_to_json(self._latest_all())
+
+    def _data_loss(self, message: str) -> None:
+        if self.fail_on_data_loss:
+            raise _reader.DataLossError(message + "; set failOnDataLoss=false to continue anyway")
+        log.warning("%s (failOnDataLoss=false)", message)
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        begin = offsets_from_json(start)
+        stop = offsets_from_json(end)
+        begin = {tp: begin.get(tp, 0) for tp in stop}
+        return _partitions(begin, stop, self.options)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from _read_partition(self.options, partition, self.include_headers)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: like Spark's Kafka source, progress lives in the checkpoint only."""
+
+    def stop(self) -> None:
+        if self._offsets is not None:
+            self._offsets.close()
+            self._offsets = None
+
+
+# -- writers -----------------------------------------------------------------------------------
+
+@dataclass
+class KBrokerCommitMessage(WriterCommitMessage):
+    records: int
+
+
+_WRITABLE = {"key", "value", "topic", "partition", "headers", "timestamp"}
+
+
+def _check_write_schema(options: Mapping[str, str], schema: StructType) -> None:
+    names = {f.name.lower(): f for f in schema.fields}
+    if "value" not in names:
+        raise ValueError("the kbroker sink needs a 'value' column (string or binary)")
+    for col in ("key", "value"):
+        if col in names and names[col].dataType.typeName() not in ("string", "binary"):
+            raise ValueError(f"column '{col}' must be string or binary, not {names[col].dataType.simpleString()}")
+    if "topic" not in names and not options.get("topic"):
+        raise ValueError("no topic: add a 'topic' column or set the 'topic' option")
+    if "partition" in names and names["partition"].dataType.typeName() not in ("integer", "long", "short"):
+        raise ValueError("column 'partition' must be an int")
+
+
+class _WriteMixin:
+    options: dict[str, str]
+
+    def _produce(self, batches: Iterator[pa.RecordBatch]) -> KBrokerCommitMessage:
+        cfg = _reader.client_config(self.options, "producer")
+        return KBrokerCommitMessage(asyncio.run(_produce_all(cfg, self.options.get("topic"), batches,
+                                                             _bool(self.options, "includeheaders", True))))
+
+
+async def _produce_all(cfg: dict[str, Any], topic_opt: str | None, batches: Iterator[pa.RecordBatch],
+                       with_headers: bool) -> int:
+    from client.producer import Producer
+
+    count = 0
+    futures: list[asyncio.Future[Any]] = []
+    async with Producer(**cfg) as producer:
+        for batch in batches:
+            cols = {name.lower(): batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)
+                    if name.lower() in _WRITABLE}
+            n = batch.num_rows
+            values = cols["value"]
+            keys = cols.get("key") or [None] * n
+            topics = [topic_opt] * n if topic_opt else cols["topic"]
+            parts = cols.get("partition") or [None] * n
+            headers = cols.get("headers") if with_headers else None
+            stamps = cols.get("timestamp")
+            for i in range(n):
+                topic = topics[i]
+                if topic is None:
+                    raise ValueError("null topic in a row and no 'topic' option")
+                hdrs = None
+                if headers is not None and headers[i]:
+                    hdrs = [(h["key"], _as_bytes(h["value"])) for h in headers[i]]
+                ts = stamps[i] if stamps is not None else None
+                ts_ms = None if ts is None else _timestamp_ms(ts)
+                futures.append(await producer.enqueue(topic, _as_bytes(values[i]), _as_bytes(keys[i]), hdrs,
+                                                      parts[i], ts_ms))
+            count += n
+            if len(futures) > 50_000:
+                await asyncio.gather(*futures)
+                futures.clear()
+        await producer.flush()
+        await asyncio.gather(*futures)
+    return count
+
+
+def _as_bytes(v: Any) -> bytes | None:
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode()
+    return bytes(v)
+
+
+def _timestamp_ms(ts: Any) -> int:
+    if isinstance(ts, int | float):
+        return int(ts * 1000)  # a double column means seconds, as in Spark
+    return int(ts.timestamp() * 1000)
+
+
+class KBrokerWriter(_WriteMixin, DataSourceArrowWriter):
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options = _lower(options)
+        _check_write_schema(self.options, schema)
+        _reader.client_config(self.options, "producer")
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KBrokerCommitMessage:
+        return self._produce(iterator)
+
+
+class KBrokerStreamWriter(_WriteMixin, DataSourceStreamArrowWriter):
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options = _lower(options)
+        _check_write_schema(self.options, schema)
+        _reader.client_config(self.options, "producer")
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KBrokerCommitMessage:
+        return self._produce(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """At-least-once: every record was acknowledged before its task finished."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records already acknowledged stay in the topic (at-least-once, as Spark's Kafka sink)."""

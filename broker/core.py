@@ -111,13 +111,32 @@ class BrokerCore:
 
     async def _maintenance_loop(self) -> None:
         interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval)
             try:
+                await self._flush_due_logs(loop)
                 self.logs.maintenance()
                 self.group_service.maintenance()
             except Exception:
                 log.exception("maintenance failed")
+
+    async def _flush_due_logs(self, loop: asyncio.AbstractEventLoop) -> None:
+        """fsync logs whose ``flush.ms`` has passed, off the event loop."""
+        now = self.logs.clock()
+        due = [plog for plog in self.logs.logs() if plog.flush_due(now)]
+        if not due:
+            return
+        tickets = [(plog, plog.prepare_flush()) for plog in due]
+
+        def run_all() -> None:
+            for _, ticket in tickets:
+                ticket.run()
+
+        await loop.run_in_executor(None, run_all)
+        for plog, ticket in tickets:
+            if plog in self.logs.logs():
+                plog.complete_flush(ticket)
 
     # -- broker-wide state -------------------------------------------------------------
 

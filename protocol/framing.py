@@ -17,32 +17,56 @@ DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024
 
 
 class FrameDecoder:
-    """Accumulates stream bytes and yields complete frames (without the size prefix)."""
+    """Accumulates stream bytes and yields complete frames (without the size prefix).
 
-    __slots__ = ("_buf", "max_frame_bytes")
+    A frame that arrives in many reads is collected as a list of chunks and
+    joined once, so large produce requests cost one copy, not one per read.
+    """
+
+    __slots__ = ("_chunks", "_have", "_need", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._buf = bytearray()
+        self._chunks: list[bytes] = []
+        self._have = 0
+        self._need = -1
         self.max_frame_bytes = max_frame_bytes
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return self._have
 
     def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf
-        buf += data
         frames: list[bytes] = []
+        if self._chunks:
+            self._chunks.append(data)
+            self._have += len(data)
+            if self._need < 0 and self._have >= 4:
+                head = b"".join(self._chunks)
+                self._chunks = [head]
+                self._need = self._frame_size(head, 0)
+            if self._need < 0 or self._have < 4 + self._need:
+                return frames
+            data = b"".join(self._chunks)
+            self._chunks = []
+            self._have = 0
+            self._need = -1
         pos = 0
-        end = len(buf)
+        end = len(data)
         while end - pos >= 4:
-            (size,) = _size.unpack_from(buf, pos)
-            if size < 0 or size > self.max_frame_bytes:
-                raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_bytes}")
+            size = self._frame_size(data, pos)
             if end - pos - 4 < size:
                 break
-            frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
+            frames.append(data[pos + 4 : pos + 4 + size])
             pos += 4 + size
-        if pos:
-            del buf[:pos]
+        if pos < end:
+            rest = data[pos:]
+            self._chunks = [rest]
+            self._have = len(rest)
+            self._need = self._frame_size(rest, 0) if len(rest) >= 4 else -1
         return frames
+
+    def _frame_size(self, buf: bytes, pos: int) -> int:
+        (size,) = _size.unpack_from(buf, pos)
+        if size < 0 or size > self.max_frame_bytes:
+            raise ProtocolError(f"frame size {size} outside 0..{self.max_frame_bytes}")
+        return size

@@ -584,6 +584,10 @@ class PartitionLog:
     def dirty(self) -> bool:
         return self._recovery_point < self.log_end_offset or any(s.dirty for s in self._segments)
 
+    def flush_due(self, now_ms: int) -> bool:
+        """True when ``flush.ms`` has passed since the last flush and there is unflushed data."""
+        return self.dirty and now_ms - self._last_flush_ms >= self.config.flush_ms
+
     def prepare_flush(self) -> FlushTicket:
         """Write pending index entries and capture what to fsync (dup'd fds) up to the current LEO."""
         fds: list[int] = []

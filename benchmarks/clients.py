@@ -1,0 +1,166 @@
+"""Produce/consume throughput of kbroker's client vs aiokafka, kafka-python and confluent-kafka.
+
+All clients run against the same in-process broker (BrokerThread) in one run; records/s and MB/s
+for 100 B and 1 KB values, then ratios relative to our client.
+
+    python benchmarks/clients.py [--records 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections.abc import Callable
+
+from broker import BrokerConfig, BrokerThread
+from client import Consumer, Producer, TopicPartition
+
+
+def _ours_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+    async def run() -> None:
+        async with Producer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1) as p:
+            for _ in range(n):
+                await p.enqueue(topic, value=payload, partition=0)
+            await p.flush()
+
+    asyncio.run(run())
+
+
+def _ours_consume(bs: str, topic: str, n: int) -> None:
+    async def run() -> None:
+        async with Consumer(bootstrap_servers=bs, auto_offset_reset="earliest") as c:
+            c.assign([TopicPartition(topic, 0)])
+            got = 0
+            while got < n:
+                for recs in (await c.getmany(timeout_ms=1000)).values():
+                    got += len(recs)
+
+    asyncio.run(run())
+
+
+def _aiokafka_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bs, linger_ms=5, max_batch_size=256 * 1024, acks=1)
+        await p.start()
+        try:
+            for _ in range(n):
+                await p.send(topic, value=payload, partition=0)
+            await p.flush()
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+
+
+def _aiokafka_consume(bs: str, topic: str, n: int) -> None:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition as ATP
+
+    async def run() -> None:
+        c = AIOKafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest", enable_auto_commit=False)
+        await c.start()
+        try:
+            c.assign([ATP(topic, 0)])
+            got = 0
+            while got < n:
+                for recs in (await c.getmany(timeout_ms=1000)).values():
+                    got += len(recs)
+        finally:
+            await c.stop()
+
+    asyncio.run(run())
+
+
+def _kafka_python_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1)
+    for _ in range(n):
+        p.send(topic, value=payload, partition=0)
+    p.flush()
+    p.close()
+
+
+def _kafka_python_consume(bs: str, topic: str, n: int) -> None:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    c = KafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest", enable_auto_commit=False)
+    c.assign([KTP(topic, 0)])
+    got = 0
+    while got < n:
+        for recs in c.poll(timeout_ms=1000).values():
+            got += len(recs)
+    c.close()
+
+
+def _confluent_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+    from confluent_kafka import Producer as CKProducer
+
+    p = CKProducer({"bootstrap.servers": bs, "linger.ms": 5, "acks": 1})
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value=payload, partition=0)
+                break
+            except BufferError:
+                p.poll(0.01)
+    p.flush(60)
+
+
+def _confluent_consume(bs: str, topic: str, n: int) -> None:
+    from confluent_kafka import Consumer as CKConsumer
+    from confluent_kafka import TopicPartition as CTP
+
+    c = CKConsumer({"bootstrap.servers": bs, "group.id": "bench", "auto.offset.reset": "earliest",
+                    "enable.auto.commit": False})
+    c.assign([CTP(topic, 0, 0)])
+    got = 0
+    while got < n:
+        got += len(c.consume(10000, 1.0))
+    c.close()
+
+
+CLIENTS: dict[str, tuple[Callable[..., None], Callable[..., None]]] = {
+    "kbroker": (_ours_produce, _ours_consume),
+    "aiokafka": (_aiokafka_produce, _aiokafka_consume),
+    "kafka-python": (_kafka_python_produce, _kafka_python_consume),
+    "confluent-kafka": (_confluent_produce, _confluent_consume),
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=50_000)
+    args = ap.parse_args()
+    results: dict[tuple[str, int, str], float] = {}
+    with tempfile.TemporaryDirectory() as d, BrokerThread(BrokerConfig(host="127.0.0.1", port=0, data_dir=d)) as b:
+        bs = b.bootstrap_servers
+        for size in (100, 1024):
+            payload = b"x" * size
+            n = args.records if size == 100 else max(args.records // 4, 1000)
+            for name, (produce, consume) in CLIENTS.items():
+                topic = f"bench-{name}-{size}"
+                t0 = time.perf_counter()
+                produce(bs, topic, n, payload)
+                t1 = time.perf_counter()
+                consume(bs, topic, n)
+                t2 = time.perf_counter()
+                results[(name, size, "produce")] = n / (t1 - t0)
+                results[(name, size, "consume")] = n / (t2 - t1)
+                print(f"{name:16s} {size:5d} B  produce {n / (t1 - t0):10.0f} rec/s {n * size / (t1 - t0) / 1e6:7.1f} MB/s"
+                      f"   consume {n / (t2 - t1):10.0f} rec/s {n * size / (t2 - t1) / 1e6:7.1f} MB/s", flush=True)
+    print("\nratio kbroker / other (>1 means kbroker is faster)")
+    for size in (100, 1024):
+        for op in ("produce", "consume"):
+            ours = results[("kbroker", size, op)]
+            cells = "  ".join(f"{name} {ours / results[(name, size, op)]:5.2f}" for name in CLIENTS if name != "kbroker")
+            print(f"{size:5d} B {op:8s} {cells}")
+
+
+if __name__ == "__main__":
+    main()

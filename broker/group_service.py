@@ -53,7 +53,7 @@ class GroupService:
         )
         self.coordinator = GroupCoordinator(self.config, now_ms=_now_ms(), partition_count=self._partition_count)
         self._tokens = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Obj]] = {}
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._timer: TimerTask | None = None
         self._timer_deadline: int | None = None
         self._closed = False
@@ -94,57 +94,36 @@ class GroupService:
 
     # -- request entry points -----------------------------------------------------------
 
-    def _call(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
+    def handle(self, ctx: RequestContext, req: Obj) -> dict[str, Any] | asyncio.Future[dict[str, Any]]:
+        """Any group API request: the response now, or a future when the coordinator parks it."""
         token = next(self._tokens)
-        future: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
-        self._pending[token] = future
         effects = self.coordinator.handle(ctx.header.api_key, _now_ms(), ctx.version, req, token,
                                           client_id=ctx.client_id, client_host=ctx.client_host)
         if ctx.header.api_key in (11, 13, 14):
             self._track_rebalances()
-        self._apply(effects)
+        own = self._apply(effects, token)
+        if own is not None:
+            return own
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[token] = future
         return future
-
-    def join_group(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def sync_group(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def heartbeat(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def leave_group(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def offset_commit(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def offset_fetch(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def describe_groups(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def list_groups(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def delete_groups(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
-
-    def offset_delete(self, ctx: RequestContext, req: Obj) -> asyncio.Future[Obj]:
-        return self._call(ctx, req)
 
     # -- effects --------------------------------------------------------------------
 
-    def _apply(self, effects: Any) -> None:
+    def _apply(self, effects: Any, own_token: int | None = None) -> dict[str, Any] | None:
+        """Append the records, then release the replies; returns the reply to ``own_token`` if any."""
         if effects.records:
             self._append(effects.records)
+        own = None
         for token, body in effects.replies:
+            if token == own_token:
+                own = body
+                continue
             future = self._pending.pop(token, None)
             if future is not None and not future.done():
-                future.set_result(Obj(body) if not isinstance(body, Obj) else body)
+                future.set_result(body)
         self._rearm()
+        return own
 
     def _append(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
         by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}

@@ -340,7 +340,7 @@ def field_construct(f: Field, version: int, flexible: bool) -> KConstruct:
     elif elem == "string":
         inner = p.KString(compact, nullable and not f.is_array)
     elif elem in ("bytes", "records"):
-        inner = p.KBytes(compact, nullable and not f.is_array)
+        inner = p.KBytes(compact, (nullable or elem == "records") and not f.is_array)
     elif elem == "uuid":
         inner = p.KUuid()
     else:

@@ -435,7 +435,7 @@ class Message:
             build(obj, out)
         except ProtocolError:
             raise
-        except (struct.error, TypeError, AttributeError, OverflowError) as exc:
+        except (struct.error, TypeError, AttributeError, OverflowError, ValueError) as exc:
             raise ProtocolError(f"cannot encode {self.name} v{version}: {exc}") from None
 
 

@@ -32,8 +32,10 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "uint32": (0, 2**32 - 1),
 }
 
-_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=MAX_TEXT)
-_binary = st.binary(max_size=MAX_BYTES)
+_chars = st.characters(exclude_categories=("Cs",))
+# the long alternatives push compact length prefixes past one varint byte
+_text = st.one_of(st.text(_chars, max_size=MAX_TEXT), st.text(_chars, min_size=128, max_size=140))
+_binary = st.one_of(st.binary(max_size=MAX_BYTES), st.binary(min_size=127, max_size=200))
 _uuids = st.one_of(st.just(ZERO_UUID), st.uuids())
 
 

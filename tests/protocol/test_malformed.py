@@ -393,8 +393,10 @@ def test_decode_unknown_version() -> None:
     (DeleteGroupsRequest, 0, {"groups_names": None}),
     (DeleteGroupsRequest, 2, {"groups_names": None}),
     (FetchRequest, 13, {"topics": [{"topic_id": "not-a-uuid"}]}),
+    (HeartbeatRequest, 3, {"group_id": "\ud800"}),
+    (HeartbeatRequest, 4, {"member_id": "lone \udfff surrogate"}),
 ], ids=["int-range", "int-type", "null-string", "null-cstring", "string-type", "string-too-long", "null-bytes",
-        "null-cbytes", "null-array", "null-carray", "uuid-type"])
+        "null-cbytes", "null-array", "null-carray", "uuid-type", "surrogate", "surrogate-compact"])
 def test_encode_errors_are_protocol_errors(message: Message, version: int, body: dict[str, Any]) -> None:
     raises_protocol_error(lambda: message.encode(version, body))
 

@@ -4,8 +4,10 @@
         --output-topic clicks-per-minute --window "1 minute" --checkpoint /tmp/ck-clicks
 
 Each output record has the input key as key and a JSON value
-``{"window_start": "...", "window_end": "...", "key": "...", "count": N}``; with the default
-``update`` output mode a window's count is re-emitted whenever it changes (the newest wins).
+``{"window_start": "...", "window_end": "...", "key": "...", "count": N}``.  With the default
+``update`` output mode a window's count is re-emitted whenever it changes (the newest wins;
+written per micro-batch with ``foreachBatch`` and the batch writer, since Python streaming sinks
+only take append mode); with ``append`` each window is emitted once, after the watermark passes it.
 Restarting with the same ``--checkpoint`` resumes where the previous run stopped.
 """
 
@@ -62,11 +64,19 @@ def build_query(spark, args: argparse.Namespace):  # -> DataStreamWriter
             F.col("count"),
         )).alias("value"),
     )
-    writer = (out.writeStream.format("kbroker").options(**opts)
-              .option("topic", args.output_topic)
-              .option("checkpointLocation", args.checkpoint)
+    writer = (out.writeStream.option("checkpointLocation", args.checkpoint)
               .outputMode(args.output_mode)
               .queryName("kbroker_windowed_count"))
+    if args.output_mode == "append":
+        writer = writer.format("kbroker").options(**opts).option("topic", args.output_topic)
+    else:
+        # Python streaming sinks only take append mode; each update batch goes through the batch writer.
+        topic = args.output_topic
+
+        def write_batch(batch_df, batch_id: int) -> None:
+            batch_df.write.format("kbroker").mode("append").options(**opts).option("topic", topic).save()
+
+        writer = writer.foreachBatch(write_batch)
     if args.trigger == "availableNow":
         writer = writer.trigger(availableNow=True)
     elif args.trigger == "once":

@@ -65,6 +65,7 @@ class KafkaConnection(asyncio.Protocol):
         self.client_host = ""
         self.pending: collections.deque[_Slot] = collections.deque()
         self.closed = False
+        self.closing = False
         self.last_active = time.monotonic()
         self.paused_reading = False
         self.write_paused = False
@@ -114,12 +115,15 @@ class KafkaConnection(asyncio.Protocol):
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as exc:
-            self.fail(f"bad frame: {exc}")
+            self.close_after_pending(f"bad frame: {exc}")
             return
         for frame in frames:
-            if self.closed:
+            if self.closed or self.closing:
                 return
             self._handle_frame(frame)
+        if self.decoder.error is not None:
+            self.close_after_pending(f"bad frame: {self.decoder.error}")
+            return
         self._update_reading()
 
     def eof_received(self) -> bool | None:
@@ -133,7 +137,8 @@ class KafkaConnection(asyncio.Protocol):
         try:
             result = self.apis.handle(self, frame)
         except ProtocolError as exc:
-            self.fail(f"malformed request: {exc}")
+            self.pending.pop()
+            self.close_after_pending(f"malformed request: {exc}")
             return
         except Exception:
             log.exception("request handler failed on %s; closing the connection", self.peer)
@@ -172,6 +177,9 @@ class KafkaConnection(asyncio.Protocol):
             if parts is NO_RESPONSE or parts is None:
                 continue
             self._write_parts(parts)
+        if self.closing and not pending:
+            self.close_after_flush()
+            return
         self._update_reading()
 
     def _write_parts(self, parts: list[Any]) -> None:
@@ -214,7 +222,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def _update_reading(self) -> None:
         transport = self.transport
-        if transport is None or self.closed:
+        if transport is None or self.closed or self.closing:
             return
         should_pause = self.write_paused or len(self.pending) >= self.server.config.max_in_flight_requests_per_connection
         if should_pause and not self.paused_reading:
@@ -231,6 +239,18 @@ class KafkaConnection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
+
+    def close_after_pending(self, reason: str) -> None:
+        """Stop reading; answer the requests already received, then close (as Kafka does)."""
+        if self.closed or self.closing:
+            return
+        log.info("closing connection %s after pending responses: %s", self.peer, reason)
+        self.closing = True
+        if self.transport is not None and not self.paused_reading:
+            self.transport.pause_reading()
+            self.paused_reading = True
+        if not self.pending:
+            self.close_after_flush()
 
     def close_after_flush(self) -> None:
         self.closed = True

@@ -23,20 +23,40 @@ class FrameDecoder:
     joined once, so large produce requests cost one copy, not one per read.
     """
 
-    __slots__ = ("_chunks", "_have", "_need", "max_frame_bytes")
+    __slots__ = ("_chunks", "_have", "_need", "error", "max_frame_bytes")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self._chunks: list[bytes] = []
         self._have = 0
         self._need = -1
         self.max_frame_bytes = max_frame_bytes
+        #: set once the stream is unusable; frames before the bad one were still returned
+        self.error: ProtocolError | None = None
 
     @property
     def buffered(self) -> int:
         return self._have
 
     def feed(self, data: bytes) -> list[bytes]:
+        """Whole frames completed by ``data``.
+
+        When the stream turns out to be malformed, the frames before the bad
+        one are returned and :attr:`error` is set; feeding again raises it.
+        """
+        if self.error is not None:
+            raise self.error
         frames: list[bytes] = []
+        try:
+            return self._feed(data, frames)
+        except ProtocolError as exc:
+            self.error = exc
+            self._chunks = []
+            self._have = 0
+            if not frames:
+                raise
+            return frames
+
+    def _feed(self, data: bytes, frames: list[bytes]) -> list[bytes]:
         if self._chunks:
             self._chunks.append(data)
             self._have += len(data)

@@ -126,11 +126,6 @@ def test_truncated_frame_then_client_disconnects(broker, topic) -> None:
     _assert_serving(broker)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "broker bug (reported, not fixed): FrameDecoder.feed raises on the bad size before returning the "
-    "frames that precede it in the same read, and KafkaConnection.fail() aborts the transport, so "
-    "requests pipelined before a malformed frame are silently dropped. Kafka mutes the channel per "
-    "request, so it answers them before it reads the bad size."))
 def test_pipelined_requests_before_a_bad_frame_are_answered(broker, topic) -> None:
     """Requests framed before the malformed one get their responses, in order; then the close."""
     reqs = b"".join(encode_request(ApiKey.LIST_OFFSETS, 7, cid, "x", {

@@ -429,7 +429,9 @@ def test_frame_oversized() -> None:
 
 def test_frame_oversized_detected_after_good_frames() -> None:
     decoder = FrameDecoder(max_frame_bytes=16)
-    raises_protocol_error(lambda: decoder.feed(frame(b"ok") + i32(17) + b"x"))
+    assert decoder.feed(frame(b"ok") + i32(17) + b"x") == [b"ok"]
+    assert decoder.error is not None
+    raises_protocol_error(lambda: decoder.feed(frame(b"more")))
 
 
 def test_partial_frames_are_buffered() -> None:

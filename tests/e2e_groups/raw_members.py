@@ -121,10 +121,14 @@ class Connection:
 
 class RawMember:
     def __init__(self, host: str, port: int, group: str, topic: str, partitions: int, *, name: str,
-                 session_ms: int = 10_000, rebalance_ms: int = 30_000, heartbeat_ms: int = 1000) -> None:
+                 session_ms: int = 10_000, rebalance_ms: int = 30_000, heartbeat_ms: int = 1000,
+                 stall_sync_as_leader: bool = False) -> None:
         self.host, self.port, self.group, self.topic, self.partitions = host, port, group, topic, partitions
         self.name = name
         self.session_ms, self.rebalance_ms, self.heartbeat_ms = session_ms, rebalance_ms, heartbeat_ms
+        # a leader that never sends its SyncGroup once its generation has other members
+        self.stall_sync_as_leader = stall_sync_as_leader
+        self.stalled_generation = -1
         self.member_id = ""
         self.generation = -1
         self.leader = ""
@@ -173,6 +177,10 @@ class RawMember:
                 raise RuntimeError(f"{self.name}: JoinGroup error {E(err).name}")
             self.generation, self.leader = resp.generation_id, resp.leader
             assignments = []
+            if resp.leader == self.member_id and self.stall_sync_as_leader and len(resp.members) > 1:
+                self.stalled_generation = self.generation
+                await self._stop.wait()
+                return
             if resp.leader == self.member_id and not resp.skip_assignment:
                 plan = range_assign([m.member_id for m in resp.members], self.topic, self.partitions)
                 assignments = [{"member_id": m, "assignment": a} for m, a in plan.items()]

@@ -72,26 +72,30 @@ def test_static_member_restart_keeps_partitions_without_rebalance(broker: Broker
     processes += [a, b]
     wait_until(lambda: exact_split([a.assigned, b.assigned], topic, PARTITIONS, [3, 3]), timeout=90,
                message=lambda: f"3/3 static split, have {sorted(a.assigned)} / {sorted(b.assigned)}")
-    desc = wait_until(lambda: (d := describe_group(broker.bootstrap, group)).state.name == "STABLE"
-                      and len(d.members) == 2 and d, message="Stable static group")
-    old_id = next(m.member_id for m in desc.members if m.group_instance_id == "static-a")
-    a_parts, b_parts = a.assigned, b.assigned
-    b_events = len(b.events)
-    rebalances = _rebalances(broker)
+    wait_until(lambda: (d := describe_group(broker.bootstrap, group)).state.name == "STABLE" and len(d.members) == 2,
+               message="Stable static group")
 
-    a.kill()  # no LeaveGroup; the static member stays in the group until its session expires
-    a.start()
-    wait_until(lambda: a.assigned, timeout=30, message="the restarted static member's assignment")
-    assert a.assigned == a_parts
-    desc = wait_until(lambda: (d := describe_group(broker.bootstrap, group)).state.name == "STABLE"
-                      and len(d.members) == 2 and d, message="Stable static group after restart")
-    new_id = next(m.member_id for m in desc.members if m.group_instance_id == "static-a")
-    assert new_id != old_id, "the restarted incarnation gets a new member id (the old one is fenced)"
-    # no rebalance: the other member saw no revoke/assign and kept its partitions; no new generation
-    time.sleep(2)  # let a would-be rebalance reach b's heartbeat (2 heartbeat intervals)
-    assert b.assigned == b_parts
-    assert [e for e in b.events[b_events:] if e.get("event") in ("assign", "revoke")] == []
-    assert _rebalances(broker) == rebalances
+    # restart each member in turn (one of them is the leader): same partitions, no rebalance
+    for restarted, other in ((a, b), (b, a)):
+        instance = restarted.name
+        desc = describe_group(broker.bootstrap, group)
+        old_id = next(m.member_id for m in desc.members if m.group_instance_id == instance)
+        mine, theirs = restarted.assigned, other.assigned
+        other_events = len(other.events)
+        rebalances = _rebalances(broker)
+
+        restarted.kill()  # no LeaveGroup; the static member stays in the group until its session expires
+        restarted.start()
+        wait_until(lambda r=restarted: r.assigned, timeout=30, message=f"{instance} assigned after its restart")
+        assert restarted.assigned == mine
+        desc = wait_until(lambda: (d := describe_group(broker.bootstrap, group)).state.name == "STABLE"
+                          and len(d.members) == 2 and d, message="Stable static group after a restart")
+        new_id = next(m.member_id for m in desc.members if m.group_instance_id == instance)
+        assert new_id != old_id, "the restarted incarnation gets a new member id (the old one is fenced)"
+        time.sleep(2)  # let a would-be rebalance reach the other member's heartbeat (2 intervals)
+        assert other.assigned == theirs
+        assert [e for e in other.events[other_events:] if e.get("event") in ("assign", "revoke")] == []
+        assert _rebalances(broker) == rebalances
 
 
 def test_committed_offsets_survive_broker_kill9(tmp_path: Path, consumers: list[ConsumerThread]) -> None:

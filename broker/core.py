@@ -112,11 +112,15 @@ class BrokerCore:
     async def _maintenance_loop(self) -> None:
         interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
         loop = asyncio.get_running_loop()
+        retention_every = self.config.log_retention_check_interval_ms / 1000
+        next_retention = time.monotonic() + retention_every
         while True:
             await asyncio.sleep(interval)
             try:
                 await self._flush_due_logs(loop)
-                self.logs.maintenance()
+                if time.monotonic() >= next_retention:
+                    next_retention = time.monotonic() + retention_every
+                    self.logs.maintenance()
                 self.group_service.maintenance()
             except Exception:
                 log.exception("maintenance failed")

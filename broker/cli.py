@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="give up on a request (or connecting) after this long (default 10)")
     p.add_argument("--client-id", default="kbroker-cli", help="client id sent to the broker")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="log the client's activity on stderr (-v info, -vv debug)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     topics = sub.add_parser("topics", help="list, create, describe, delete topics")
@@ -761,6 +763,9 @@ def main(argv: list[str] | None = None) -> int:
         _err("--timeout must be positive")
         return EXIT_USAGE
     ctx = Ctx(args.bootstrap_servers, int(args.timeout * 1000), args.client_id)
+    from broker.logging_setup import configure_logging
+
+    configure_logging(("WARNING", "INFO", "DEBUG")[min(args.verbose, 2)])
     try:
         from client.config import parse_bootstrap
 

@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-mode", default="update", choices=["update", "append"],
                    help="update: emit changed counts each batch; append: emit a window once the "
                         "watermark passes it (default update)")
+    p.add_argument("--shuffle-partitions", type=int, default=None,
+                   help="spark.sql.shuffle.partitions for the aggregation state (fixed by the first run "
+                        "of a checkpoint; Spark's default is 200)")
     p.add_argument("--timeout", type=float, default=None,
                    help="with an interval trigger, stop after this many seconds")
     return p
@@ -88,7 +91,8 @@ def build_query(spark, args: argparse.Namespace):  # -> DataStreamWriter
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    spark = spark_session("kbroker-windowed-count", args.master)
+    conf = {"spark.sql.shuffle.partitions": str(args.shuffle_partitions)} if args.shuffle_partitions else {}
+    spark = spark_session("kbroker-windowed-count", args.master, **conf)
     query = build_query(spark, args).start()
     try:
         if args.timeout is not None and args.trigger not in ("availableNow", "once"):

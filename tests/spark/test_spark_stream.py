@@ -66,3 +66,26 @@ def test_stream_writer_copies_a_topic(spark, bootstrap, tmp_path):
     assert len(rows) == 300
     assert all(r.v == r.v.upper() and r.v.startswith("V") for r in rows)
     assert sum(1 for r in rows if r.headers) == 150
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_stream_after_delete_records(spark, bootstrap, tmp_path, fail):
+    from spark_helpers import delete_records
+
+    topic = new_topic(bootstrap)
+    produce(bootstrap, topic, 100)
+    out, ck = str(tmp_path / "out"), str(tmp_path / "ck")
+    assert sum(b["numInputRows"] for b in _run_available_now(spark, bootstrap, topic, out, ck)) == 100
+    produce(bootstrap, topic, 100, start=100)
+    delete_records(bootstrap, topic, {0: 150})  # half of the records the next run needs are gone
+    r = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", bootstrap)
+         .option("subscribe", topic).option("failOnDataLoss", str(fail).lower()).load())
+    q = (r.writeStream.format("parquet").option("path", out).option("checkpointLocation", ck)
+         .trigger(availableNow=True).start())
+    if fail:
+        with pytest.raises(Exception, match="data may have been lost"):
+            q.awaitTermination(180)
+    else:
+        q.awaitTermination(180)
+        offsets = sorted(row.offset for row in spark.read.parquet(out).select("offset").collect())
+        assert offsets == list(range(100)) + list(range(150, 200))

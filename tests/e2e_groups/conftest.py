@@ -34,5 +34,10 @@ def consumers() -> Iterator[list[ConsumerThread]]:
 def processes() -> Iterator[list[ConsumerProcess]]:
     started: list[ConsumerProcess] = []
     yield started
+    # graceful close (dynamic members send LeaveGroup), so that no group of a finished test is
+    # still rebalancing on the module's broker while the next test runs
     for p in started:
-        p.kill()
+        if p.alive() and p.proc is not None:
+            p.proc.terminate()
+    for p in started:
+        p.terminate()

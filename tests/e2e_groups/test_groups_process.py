@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from pathlib import Path
@@ -21,6 +22,9 @@ from groups_e2e import (
     unique,
     wait_until,
 )
+from raw_members import Connection
+
+from protocol.api import ApiKey
 
 pytestmark = pytest.mark.slow
 
@@ -60,14 +64,16 @@ def test_sigkilled_consumer_is_expelled_and_its_partitions_move(broker: BrokerPr
     assert all(p.alive() for p in survivors), [p.stderr[-5:] for p in survivors]
 
 
+@pytest.mark.parametrize("kind", ["confluent", "kafka-python"])
 def test_static_member_restart_keeps_partitions_without_rebalance(broker: BrokerProcess,
-                                                                  processes: list[ConsumerProcess]) -> None:
-    topic = create_topic(broker.bootstrap, unique("static"), PARTITIONS)
-    group = unique("g-static")
+                                                                  processes: list[ConsumerProcess],
+                                                                  kind: str) -> None:
+    topic = create_topic(broker.bootstrap, unique(f"static-{kind}"), PARTITIONS)
+    group = unique(f"g-static-{kind}")
     session_ms = 10_000  # room for a process restart inside the session timeout
-    a = ConsumerProcess("confluent", broker.bootstrap, group, topic, instance_id="static-a", session_ms=session_ms,
+    a = ConsumerProcess(kind, broker.bootstrap, group, topic, instance_id="static-a", session_ms=session_ms,
                         name="static-a").start()
-    b = ConsumerProcess("confluent", broker.bootstrap, group, topic, instance_id="static-b", session_ms=session_ms,
+    b = ConsumerProcess(kind, broker.bootstrap, group, topic, instance_id="static-b", session_ms=session_ms,
                         name="static-b").start()
     processes += [a, b]
     wait_until(lambda: exact_split([a.assigned, b.assigned], topic, PARTITIONS, [3, 3]), timeout=90,
@@ -82,7 +88,7 @@ def test_static_member_restart_keeps_partitions_without_rebalance(broker: Broker
         old_id = next(m.member_id for m in desc.members if m.group_instance_id == instance)
         mine, theirs = restarted.assigned, other.assigned
         other_events = len(other.events)
-        rebalances = _rebalances(broker)
+        rebalances = _rebalances(broker)  # broker-wide: only this test's group has members now
 
         restarted.kill()  # no LeaveGroup; the static member stays in the group until its session expires
         restarted.start()
@@ -96,6 +102,26 @@ def test_static_member_restart_keeps_partitions_without_rebalance(broker: Broker
         assert other.assigned == theirs
         assert [e for e in other.events[other_events:] if e.get("event") in ("assign", "revoke")] == []
         assert _rebalances(broker) == rebalances
+
+    # static members do not leave on close: remove them by instance id (LeaveGroup v3+, as admin
+    # tools do) so their group does not expire and rebalance during the next test
+    for p in (a, b):
+        p.terminate()
+    results = asyncio.run(_leave_by_instance_id(broker, group, ["static-a", "static-b"]))
+    assert results == [("static-a", 0), ("static-b", 0)], results
+    assert describe_group(broker.bootstrap, group).state.name == "EMPTY"
+
+
+async def _leave_by_instance_id(broker: BrokerProcess, group: str, instances: list[str]) -> list[tuple[str, int]]:
+    conn = await Connection.open("127.0.0.1", broker.port, "admin-leave")
+    try:
+        resp = await conn.request(ApiKey.LEAVE_GROUP, 5, {
+            "group_id": group,
+            "members": [{"member_id": "", "group_instance_id": i, "reason": "test cleanup"} for i in instances]})
+        assert resp.error_code == 0
+        return [(m.group_instance_id, m.error_code) for m in resp.members]
+    finally:
+        await conn.close()
 
 
 def test_committed_offsets_survive_broker_kill9(tmp_path: Path, consumers: list[ConsumerThread]) -> None:

@@ -8,7 +8,7 @@ import resource
 import time
 
 import pytest
-from conftest import free_port, scrape, wait_for
+from ops_helpers import free_port, scrape, wait_for
 
 from broker import BrokerThread
 from broker.metrics import MAX_LABELLED_TOPICS, OTHER

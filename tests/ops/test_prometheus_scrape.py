@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import free_port, wait_for
+from ops_helpers import free_port, wait_for
 
 from broker import BrokerThread
 from client import TopicPartition

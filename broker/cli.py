@@ -798,6 +798,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

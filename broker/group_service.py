@@ -100,7 +100,7 @@ class GroupService:
         effects = self.coordinator.handle(ctx.header.api_key, _now_ms(), ctx.version, req, token,
                                           client_id=ctx.client_id, client_host=ctx.client_host)
         if ctx.header.api_key in (11, 13, 14):
-            self._track_rebalances()
+            self._track_rebalances(req.get("group_id"))
         own = self._apply(effects, token)
         if own is not None:
             return own
@@ -136,12 +136,23 @@ class GroupService:
             plog.append(bytearray(batch))
             self.core.replica_manager.on_internal_append(OFFSETS_TOPIC, partition)
 
-    def _track_rebalances(self) -> None:
-        """Count generations that completed since the last look (for the rebalance metrics)."""
+    def _track_rebalances(self, only: str | None = None) -> None:
+        """Count generations that completed since the last look (for the rebalance metrics).
+
+        ``only``: look at that one group (a Join/Sync/Leave changes only its own group; scanning
+        every group on each of those requests made them O(groups)).  Timers and the periodic
+        maintenance still scan all groups.
+        """
         metrics = self.core.metrics
         now = time.monotonic()
         seen = self._generations
-        for group_id, group in self.coordinator.groups.items():
+        groups = self.coordinator.groups
+        if only is not None:
+            group = groups.get(only)
+            items: Any = () if group is None else ((only, group),)
+        else:
+            items = groups.items()
+        for group_id, group in items:
             state = group.state.value if hasattr(group.state, "value") else str(group.state)
             previous = seen.get(group_id)
             if state == "PreparingRebalance" and (previous is None or previous[1] != "PreparingRebalance"):
@@ -199,6 +210,8 @@ class GroupService:
 
         by_state = GaugeMetricFamily("kbroker_groups", "Consumer groups by state", labels=["state"])
         members = GaugeMetricFamily("kbroker_group_members", "Members per group", labels=["group"])
+        generation = GaugeMetricFamily("kbroker_group_generation", "Current generation id per group",
+                                       labels=["group"])
         committed = GaugeMetricFamily("kbroker_group_committed_offset", "Committed offset",
                                       labels=["group", "topic", "partition"])
         lag = GaugeMetricFamily("kbroker_group_lag", "Consumer lag: log end offset minus committed offset",
@@ -213,6 +226,7 @@ class GroupService:
             if n >= max_groups:
                 continue
             members.add_metric([group_id], 0 if group is None else len(group.members))
+            generation.add_metric([group_id], 0 if group is None else group.generation_id)
             for (topic, partition), entry in coordinator.offsets.get(group_id, {}).items():
                 offset = entry.offset
                 labels = [group_id, topic, str(partition)]
@@ -224,5 +238,6 @@ class GroupService:
             by_state.add_metric([state], counts.get(state, 0))
         yield by_state
         yield members
+        yield generation
         yield committed
         yield lag

@@ -10,6 +10,7 @@ Against a ``python -m broker`` subprocess (``group.initial.rebalance.delay.ms=0`
   answered; LeaveGroup sent → the 100 others re-synced in the next generation);
 * sustained Heartbeats/s the broker answers on its one core (pipelined, pre-encoded valid
   heartbeats of a Stable group's members over several connections);
+* one-member groups formed per second as the broker accumulates ``--many-groups`` groups;
 * memory: broker RSS delta per member for the 1,000-member group, and tracemalloc bytes per
   group / per member on an in-process :class:`broker.group.GroupCoordinator`.
 
@@ -351,6 +352,20 @@ async def heartbeat_rate(broker: BrokerProc, members: list[Member], seconds: flo
     return answered / (time.perf_counter() - start), errors
 
 
+async def many_groups(broker: BrokerProc, total: int, batch: int = 500) -> list[float]:
+    """One-member groups formed per second (join two-step + sync), batch by batch, as the group count grows."""
+    rates = []
+    for start in range(0, total, batch):
+        members = [Member(broker.port, f"bench-many-{i}", f"g{i}", 60_000) for i in range(start, start + batch)]
+        await asyncio.gather(*(m.connect() for m in members))
+        t = time.perf_counter()
+        for m in members:
+            m.start()
+        await asyncio.gather(*(wait_synced([m]) for m in members))
+        rates.append(batch / (time.perf_counter() - t))
+    return rates
+
+
 def coordinator_memory(groups: int, members_in_one: int) -> tuple[float, float]:
     """tracemalloc bytes per (one-member, Stable) group and per member of one big Stable group."""
     from broker.group import GroupConfig, GroupCoordinator
@@ -455,6 +470,12 @@ async def run(args: argparse.Namespace) -> None:
             print(f"  leave: LeaveGroup round trip                     {med(leaves) * 1000:7.1f} ms")
             print(f"         ... -> the 100 others re-synced          {med(leave_stable) * 1000:7.0f} ms")
             await asyncio.gather(*(m.leave() for m in hundred), return_exceptions=True)
+
+        if args.many_groups:
+            rates = await many_groups(broker, args.many_groups)
+            print(f"\none-member groups formed/s while the broker holds more and more groups (batches of 500):"
+                  f" first batch {rates[0]:,.0f}/s, last batch (up to {args.many_groups:,} groups)"
+                  f" {rates[-1]:,.0f}/s; all: {', '.join(f'{r:,.0f}' for r in rates)}")
     finally:
         broker.stop()
 
@@ -473,6 +494,7 @@ def main() -> None:
     ap.add_argument("--hb-window", type=int, default=200)
     ap.add_argument("--mem-groups", type=int, default=10_000)
     ap.add_argument("--mem-members", type=int, default=10_000)
+    ap.add_argument("--many-groups", type=int, default=5000, help="0 skips the many-groups scenario")
     args = ap.parse_args()
     asyncio.run(run(args))
 

@@ -509,7 +509,15 @@ def ours(decoded: list[Record]) -> list[tuple]:
     return [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded]
 
 
-KAFKA_PYTHON_CODECS = [c for c in CODECS if c in (NONE, GZIP)]
+def _kafka_python_codecs() -> list[int]:
+    """The codecs kafka-python can use here (snappy/lz4/zstd need their optional libraries)."""
+    from kafka import codec as kc
+
+    available = {NONE: True, GZIP: True, SNAPPY: kc.has_snappy(), LZ4: kc.has_lz4(), ZSTD: kc.has_zstd()}
+    return [c for c in CODECS if available[c]]
+
+
+KAFKA_PYTHON_CODECS = _kafka_python_codecs()
 diff_records = st.lists(
     st.tuples(keys, values, headers, st.integers(min_value=0, max_value=2**42)), min_size=1, max_size=20
 )

@@ -78,6 +78,7 @@ class ProducerConfig(CommonConfig):
     enable_idempotence: bool = False
     retries: int = 2147483647
     delivery_timeout_ms: int = 120000
+    max_block_ms: int = 60000
     max_in_flight_requests_per_connection: int = 5
     buffer_memory: int = 32 * 1024 * 1024
     partitioner: Callable[..., int] | None = None
@@ -93,6 +94,8 @@ class ProducerConfig(CommonConfig):
             raise ConfigError(f"acks must be 0, 1, -1 or 'all', not {self.acks!r}")
         if self.compression_type not in COMPRESSION_CODECS:
             raise ConfigError(f"unknown compression_type {self.compression_type!r}")
+        if self.max_block_ms < 0:
+            raise ConfigError("max_block_ms must be >= 0")
         if self.linger_ms < 0 or self.batch_size <= 0 or self.max_request_size <= 0:
             raise ConfigError("linger_ms >= 0, batch_size > 0 and max_request_size > 0 required")
         if self.enable_idempotence:

@@ -142,7 +142,8 @@ class Connection(asyncio.Protocol):
     def _shutdown(self, exc: BaseException) -> None:
         first = not self._closed
         self._closed = True
-        self._close_exc = exc
+        if self._close_exc is None:  # keep the first reason (a timeout), not the later "connection lost"
+            self._close_exc = exc
         pending, self._in_flight = self._in_flight, OrderedDict()
         for p in pending.values():
             if p.timer is not None:
@@ -176,10 +177,20 @@ class Connection(asyncio.Protocol):
                       timeout_ms: int | None = None, expect_response: bool = True) -> Obj:
         if self._closed or self._transport is None:
             raise self._close_exc or KafkaConnectionError(f"connection to node {self.node_id} is closed")
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = self.timers.now_ms() + timeout
         if not self._writable.is_set():
-            await self._writable.wait()
-            if self._closed:
-                raise self._close_exc or KafkaConnectionError("connection closed")
+            # Back-pressure: the socket buffer is full.  Waiting for it to drain counts against the
+            # request's deadline, so a peer that stops reading cannot park the caller forever.
+            try:
+                await asyncio.wait_for(self._writable.wait(), max(timeout, 0) / 1000)
+            except TimeoutError:
+                exc = KafkaTimeoutError(f"{APIS[api_key].name} to node {self.node_id} timed out after "
+                                        f"{timeout} ms waiting for the connection to drain")
+                self.close(exc)
+                raise exc from None
+            if self._closed or self._transport is None:
+                raise self._close_exc or KafkaConnectionError(f"connection to node {self.node_id} closed")
         if version is None:
             version = self.version(api_key)
         self._next_cid = cid = (self._next_cid + 1) & 0x7FFFFFFF
@@ -188,16 +199,16 @@ class Connection(asyncio.Protocol):
         if not expect_response:
             return Obj()
         fut: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
-        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
-        timer = self.timers.call_later_ms(timeout, lambda: self._timed_out(cid))
+        timer = self.timers.call_at_ms(deadline, lambda: self._timed_out(cid, timeout))
         self._in_flight[cid] = _Pending(api_key, version, fut, timer)
         return await fut
 
-    def _timed_out(self, cid: int) -> None:
+    def _timed_out(self, cid: int, timeout_ms: int) -> None:
         p = self._in_flight.get(cid)
         if p is None:
             return
-        self.close(KafkaTimeoutError(f"{APIS[p.api_key].name} to node {self.node_id} timed out"))
+        self.close(KafkaTimeoutError(f"{APIS[p.api_key].name} to node {self.node_id} timed out after {timeout_ms} ms "
+                                     f"(no response; {len(self._in_flight)} request(s) in flight)"))
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
 

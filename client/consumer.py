@@ -223,6 +223,10 @@ class Consumer:
             self._fetcher.remove(tp)
 
     def _on_metadata(self, old: ClusterMetadata, new: ClusterMetadata) -> None:
+        if self._fetcher is not None:
+            # Leaders may have become known or moved: partitions the fetcher skipped for want of a
+            # leader are fetchable now (manual assignment too, not only group members).
+            self._fetcher.wake()
         coord = self._coordinator
         if coord is None or self._user_assignment is not None:
             return
@@ -236,8 +240,6 @@ class Consumer:
         diff = old.diff(new, subscribed=watched)
         if old.topics and diff.partition_changes:
             coord.request_rejoin(f"partition count changed: {dict(diff.partition_changes)}")
-        if self._fetcher is not None:
-            self._fetcher.wake()
 
     # -- rebalance callbacks ---------------------------------------------------------------------
 

@@ -107,7 +107,10 @@ class Fetcher:
 
     async def _fetch_once(self, node: int, tps: list[TopicPartition]) -> None:
         try:
-            await self._fetch(node, tps)
+            if not await self._fetch(node, tps):
+                # Nothing usable came back (retriable partition errors, topics we cannot name):
+                # back off instead of re-sending the same Fetch in a hot loop.
+                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
         except asyncio.CancelledError:
             raise
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
@@ -121,12 +124,17 @@ class Fetcher:
             self._loops.pop(node, None)
             self.wake()
 
-    async def _fetch(self, node: int, tps: list[TopicPartition]) -> None:
+    async def _fetch(self, node: int, tps: list[TopicPartition]) -> bool:
+        """One Fetch to ``node``; False when the response needs a back-off before the next one."""
         cfg = self.config
         md = self.net.metadata
-        requested = {tp: self.fetch_positions[tp] for tp in tps}
+        # Positions may have changed (seek, revoke, out-of-range) since the manager picked ``tps``.
+        requested = {tp: pos for tp in tps if (pos := self.fetch_positions.get(tp)) is not None
+                     and tp not in self.paused}
+        if not requested:
+            return True
         by_topic: dict[str, list[TopicPartition]] = {}
-        for tp in tps:
+        for tp in requested:
             by_topic.setdefault(tp.topic, []).append(tp)
 
         def build(version: int) -> dict[str, Any]:
@@ -147,9 +155,13 @@ class Fetcher:
         if resp.error_code:
             raise KafkaError(resp.error_code, "Fetch")
         got_data = False
+        healthy = True
         for t in resp.responses:
             topic = t.topic or md.topic_name(t.topic_id)
             if topic is None:
+                # A topic id our metadata does not know (recreated topic, stale snapshot).
+                healthy = False
+                self.net.request_metadata_update()
                 continue
             for p in t.partitions:
                 tp = TopicPartition(topic, p.partition_index)
@@ -157,13 +169,14 @@ class Fetcher:
                 if offset is None or self.fetch_positions.get(tp) != offset:
                     continue
                 if p.error_code:
-                    self._partition_error(tp, p.error_code)
+                    healthy &= self._partition_error(tp, p.error_code)
                     continue
                 self.high_watermarks[tp] = p.high_watermark
                 if p.records:
                     got_data |= self._append(tp, offset, p.records)
         if got_data:
             self.data_ready.set()
+        return healthy or got_data
 
     def _append(self, tp: TopicPartition, offset: int, data: bytes) -> bool:
         buf = self.buffers.get(tp)
@@ -201,15 +214,18 @@ class Fetcher:
         if last is not None and last.next_offset > offset:
             self.fetch_positions[tp] = last.next_offset
 
-    def _partition_error(self, tp: TopicPartition, code: int) -> None:
+    def _partition_error(self, tp: TopicPartition, code: int) -> bool:
+        """Handle a partition-level Fetch error; False when the next Fetch should back off."""
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             self.fetch_positions.pop(tp, None)
             self.on_out_of_range(tp)
-        elif ErrorCode.from_code(code).retriable:
+            return True
+        if ErrorCode.from_code(code).retriable:
             self.net.request_metadata_update()
-        else:
-            self._error = KafkaError(code, f"Fetch {tp.topic}-{tp.partition}")
-            self.data_ready.set()
+            return False
+        self._error = KafkaError(code, f"Fetch {tp.topic}-{tp.partition}")
+        self.data_ready.set()
+        return True
 
     def drain(self, tps: set[TopicPartition] | None, max_records: int | None) -> dict[TopicPartition, list[Record]]:
         out: dict[TopicPartition, list[Record]] = {}

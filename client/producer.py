@@ -134,13 +134,20 @@ class Producer:
         size = estimate_size(key, value, hdrs)
         if size > self.config.max_request_size:
             raise RecordTooLargeError(f"record of ~{size} bytes exceeds max_request_size")
+        deadline = self._net.timers.now_ms() + self.config.max_block_ms
         while self._acc.buffered_bytes + size > self.config.buffer_memory:
             self._space.clear()
             self._wake.set()
-            await self._space.wait()
+            remaining = deadline - self._net.timers.now_ms()
+            try:
+                await asyncio.wait_for(self._space.wait(), max(remaining, 0) / 1000)
+            except TimeoutError:
+                raise KafkaTimeoutError(f"buffer_memory ({self.config.buffer_memory} bytes) still full after "
+                                        f"max_block_ms={self.config.max_block_ms}") from None
         parts = partitions_for(self._net.metadata, topic)
         if not parts:
-            parts = await self._net.wait_for_partitions(topic, self.config.request_timeout_ms)
+            remaining = max(1, int(deadline - self._net.timers.now_ms()))
+            parts = await self._net.wait_for_partitions(topic, min(remaining, self.config.request_timeout_ms))
         n = len(parts)
         if partition is None:
             if self.config.partitioner is not None:

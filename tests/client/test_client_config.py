@@ -20,6 +20,7 @@ def test_unknown_config_name_is_rejected() -> None:
 
 @pytest.mark.parametrize("kwargs", [
     {"acks": 2}, {"compression_type": "brotli"}, {"enable_idempotence": True, "acks": 1}, {"batch_size": 0},
+    {"max_block_ms": -1},
 ])
 def test_bad_producer_values(kwargs: dict) -> None:
     with pytest.raises(ConfigError):

@@ -6,16 +6,18 @@ import asyncio
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
 from broker import BrokerConfig, BrokerThread
 from client import Admin, Consumer, Producer, TopicPartition
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 PARTS = 6
+STEP_S = 25.0   # upper bound for one wait of a test (a rebalance, a session timeout), even on a slow machine
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,7 @@ async def make_topic(bs: str, topic: str) -> None:
     async with Producer(bootstrap_servers=bs) as p:
         for i in range(PARTS * 5):
             await p.enqueue(topic, value=b"%d" % i, partition=i % PARTS)
-        await p.flush()
+        await p.flush(STEP_S)
 
 
 def covered_exactly_once(assignments: list[set[TopicPartition]], topic: str) -> bool:
@@ -92,29 +94,54 @@ def covered_exactly_once(assignments: list[set[TopicPartition]], topic: str) -> 
     return all(assignments) and union == everything and sum(map(len, assignments)) == PARTS
 
 
-async def wait_for_cover(ours: Consumer, members: list[Member], topic: str, stable_rounds: int = 5) -> None:
-    streak = 0
-    while streak < stable_rounds:
+async def poll_until(ours: Consumer, cond: Callable[[], bool], what: str, timeout_s: float = STEP_S,
+                     members: Sequence[Member] = ()) -> None:
+    """Keep polling ``ours`` (which drives its group membership) until ``cond()``, at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() >= deadline:
+            coord = ours._coordinator
+            state = (f"state={coord.machine.state.name} generation={coord.machine.generation}"
+                     if coord is not None else "no group")
+            raise AssertionError(f"not {what} within {timeout_s} s; ours ({state}): {sorted(ours.assignment())}; "
+                                 f"others: {[sorted(m.assignment) for m in members]}")
         await ours.getmany(timeout_ms=200)
+
+
+async def wait_for_cover(ours: Consumer, members: list[Member], topic: str, stable_rounds: int = 5,
+                         timeout_s: float = STEP_S) -> None:
+    streak = 0
+
+    def stable() -> bool:
+        nonlocal streak
         if covered_exactly_once([ours.assignment(), *(m.assignment for m in members)], topic):
             streak += 1
         else:
             streak = 0
+        return streak >= stable_rounds
+
+    await poll_until(ours, stable, f"covered exactly once for {stable_rounds} polls in a row", timeout_s, members)
 
 
 async def test_mixed_group_range_with_kafka_python_and_confluent(bs: str) -> None:
     topic, group = "mixed-range", "g-mixed-range"
     await make_topic(bs, topic)
-    members = [kafka_python_member(bs, topic, group), confluent_member(bs, topic, group, "range")]
-    try:
-        async with Consumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
-                            enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
-                            partition_assignment_strategy=["range"]) as ours:
-            await asyncio.wait_for(wait_for_cover(ours, members, topic), 120)
+    async with Consumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
+                        enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
+                        partition_assignment_strategy=["range"]) as ours:
+        # We join first so that we stay the group leader.  A kafka-python 3.0.x member that leads
+        # while its metadata for the topic is still empty rejoins on the metadata change, and if
+        # its poll(timeout_ms) expires during that JoinGroup/SyncGroup it never completes the join:
+        # heartbeats stay disabled, the broker expires it after session_timeout_ms and it never
+        # rejoins (need_rejoin() is False).  That lost the cover on loaded machines.
+        await poll_until(ours, lambda: len(ours.assignment()) == PARTS, "assigned every partition")
+        members = [kafka_python_member(bs, topic, group), confluent_member(bs, topic, group, "range")]
+        try:
+            await wait_for_cover(ours, members, topic)
             assert len(ours.assignment()) == 2
-    finally:
-        for m in members:
-            m.stop()
+        finally:
+            for m in members:
+                m.stop()
 
 
 async def test_cooperative_sticky_with_librdkafka(bs: str) -> None:
@@ -123,16 +150,14 @@ async def test_cooperative_sticky_with_librdkafka(bs: str) -> None:
     async with Consumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                         enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500,
                         partition_assignment_strategy=["cooperative-sticky"]) as ours:
-        while len(ours.assignment()) < PARTS:
-            await ours.getmany(timeout_ms=200)
+        await poll_until(ours, lambda: len(ours.assignment()) == PARTS, "assigned every partition")
         member = confluent_member(bs, topic, group, "cooperative-sticky")
         try:
-            await asyncio.wait_for(wait_for_cover(ours, [member], topic), 120)
+            await wait_for_cover(ours, [member], topic)
             assert len(ours.assignment()) == PARTS // 2
         finally:
             member.stop()
-        while len(ours.assignment()) < PARTS:
-            await ours.getmany(timeout_ms=200)
+        await poll_until(ours, lambda: len(ours.assignment()) == PARTS, "given the partitions back")
 
 
 VICTIM = """
@@ -152,26 +177,30 @@ async def test_killed_member_partitions_move_after_session_timeout(bs: str) -> N
     async with Consumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                         session_timeout_ms=3000, heartbeat_interval_ms=300,
                         partition_assignment_strategy=["range"]) as ours:
-        while len(ours.assignment()) < PARTS:
-            await ours.getmany(timeout_ms=200)
+        await poll_until(ours, lambda: len(ours.assignment()) == PARTS, "assigned every partition")
         proc = subprocess.Popen([sys.executable, "-c", VICTIM, bs, topic, group], stdout=subprocess.PIPE, text=True)
         try:
             assert proc.stdout is not None
             loop = asyncio.get_running_loop()
+            deadline = time.monotonic() + STEP_S
             while True:
-                line = await loop.run_in_executor(None, proc.stdout.readline)
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"the victim never shared the partitions within {STEP_S} s"
+                # readline blocks its executor thread; killing the victim (finally) unblocks it.
+                line = await asyncio.wait_for(loop.run_in_executor(None, proc.stdout.readline), remaining)
+                assert line or proc.poll() is None, f"victim exited early with {proc.returncode}"
                 await ours.getmany(timeout_ms=50)
                 if line.strip() and int(line) > 0 and len(ours.assignment()) < PARTS:
                     break
             proc.kill()
-            proc.wait()
-            while len(ours.assignment()) < PARTS:
-                await ours.getmany(timeout_ms=200)
+            proc.wait(STEP_S)
+            # session_timeout_ms=3000: the broker evicts the victim and we rebalance to everything.
+            await poll_until(ours, lambda: len(ours.assignment()) == PARTS, "given the victim's partitions")
             assert ours.assignment() == {TopicPartition(topic, p) for p in range(PARTS)}
         finally:
             if proc.poll() is None:
                 proc.kill()
-                proc.wait()
+                proc.wait(STEP_S)
 
 
 async def test_keyed_records_land_where_confluent_murmur2_puts_them(bs: str) -> None:
@@ -183,7 +212,7 @@ async def test_keyed_records_land_where_confluent_murmur2_puts_them(bs: str) -> 
     ours: dict[bytes, int] = {}
     async with Producer(bootstrap_servers=bs) as p:
         for k in keys:
-            ours[k] = (await p.send("keys-ours", value=b"v", key=k)).partition
+            ours[k] = (await asyncio.wait_for(p.send("keys-ours", value=b"v", key=k), STEP_S)).partition
     ck = CKProducer({"bootstrap.servers": bs, "partitioner": "murmur2_random"})
     theirs: dict[bytes, int] = {}
 
@@ -193,5 +222,5 @@ async def test_keyed_records_land_where_confluent_murmur2_puts_them(bs: str) -> 
 
     for k in keys:
         ck.produce("keys-ck", value=b"v", key=k, on_delivery=report)
-    ck.flush(30)
+    assert ck.flush(STEP_S) == 0, "confluent producer did not deliver everything"
     assert theirs == ours

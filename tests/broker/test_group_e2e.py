@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,7 @@ def test_kafka_python_group_rebalances_commits_and_deletes() -> None:
                 c = kafka.KafkaConsumer("t", bootstrap_servers=bs, group_id="g1", auto_offset_reset="earliest",
                                         enable_auto_commit=False, session_timeout_ms=10_000,
                                         heartbeat_interval_ms=500)
+                _wait_for_metadata_snapshot(c, "t")
                 consumed[i] = 0
                 while not stop.is_set():
                     records = c.poll(timeout_ms=100)
@@ -75,3 +77,13 @@ def test_kafka_python_group_rebalances_commits_and_deletes() -> None:
         assert admin.delete_groups(["g1"]) == {"g1": "OK"}
         assert admin.list_groups() == []
         admin.close()
+
+
+def _wait_for_metadata_snapshot(consumer: Any, topic: str, timeout: float = 30.0) -> None:
+    """Avoid a kafka-python 3.0.12 bug: a leader whose first assignment ran before its metadata
+    snapshot knew the topic can lose its rejoin when poll() times out mid-join, and then never
+    heartbeats again.  Polling only once the snapshot holds the topic keeps off that path."""
+    deadline = time.monotonic() + timeout
+    while not consumer._coordinator._metadata_snapshot.get(topic) and time.monotonic() < deadline:
+        consumer._client.cluster.request_update()
+        time.sleep(0.05)

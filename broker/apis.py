@@ -16,7 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from broker.log.errors import LogError
+from broker.log.errors import InvalidTopicError, LogError
+from broker.log.manager import validate_topic_name
 from protocol.api import (
     APIS,
     ApiKey,
@@ -37,7 +38,6 @@ log = logging.getLogger("kbroker.apis")
 
 E = ErrorCode
 _CLIENT_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 #: APIs whose codecs exist but which this broker does not advertise or serve.
 NOT_SERVED = {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
@@ -46,8 +46,12 @@ ADVERTISED_MIN = {ApiKey.PRODUCE: 0}
 
 
 def valid_topic_name(name: Any) -> bool:
-    return (isinstance(name, str) and 0 < len(name) <= 249 and name not in (".", "..")
-            and _LEGAL_TOPIC.match(name) is not None)
+    """Kafka's topic-name rule, as the log manager enforces it."""
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError:
+        return False
+    return True
 
 
 class RequestContext:
@@ -174,9 +178,6 @@ class KafkaApis:
         version = header.api_version if version_override is None else version_override
         return encode_response_parts(header.api_key, version, header.correlation_id, body)
 
-    def connection_closed(self, conn: KafkaConnection) -> None:
-        self.replica.connection_closed(conn)
-
     # -- cluster and metadata --------------------------------------------------------------------
 
     def _broker_entry(self) -> dict[str, Any]:
@@ -195,7 +196,7 @@ class KafkaApis:
         version = ctx.version
         requested = req.topics
         if requested is None or (version == 0 and not requested):
-            names = [t for t in logs.topic_names()]
+            names = logs.topic_names()
             auto_create = False
         else:
             names = []
@@ -205,10 +206,7 @@ class KafkaApis:
                     name = logs.topic_name_for_id(t["topic_id"]) or ""
                 names.append(name)
             auto_create = self.config.auto_create_topics_enable and (version < 4 or req.allow_auto_topic_creation)
-        topics = []
-        for name in names:
-            topics.append(self._topic_metadata(name, auto_create))
-        _host, _port = self.core.advertised
+        topics = [self._topic_metadata(name, auto_create) for name in names]
         return Obj(
             throttle_time_ms=0,
             brokers=[self._broker_entry()],

@@ -121,7 +121,6 @@ class BrokerCore:
                 if time.monotonic() >= next_retention:
                     next_retention = time.monotonic() + retention_every
                     self.logs.maintenance()
-                self.group_service.maintenance()
             except Exception:
                 log.exception("maintenance failed")
 
@@ -186,17 +185,11 @@ class BrokerCore:
 
     def delete_topic(self, name: str) -> None:
         self.logs.delete_topic(name)
-        self.group_service.topic_deleted(name)
         self.metrics.topics_changed()
 
     def add_partitions(self, name: str, count: int) -> None:
         self.logs.add_partitions(name, count)
 
-    def after_append(self, plog: Any) -> None:
-        """Hook after every client append (flush policy is the log's own)."""
-
-    def now_ms(self) -> int:
-        return int(time.time() * 1000)
 
 
 __all__ = ["OFFSETS_TOPIC", "BrokerCore", "LogError"]

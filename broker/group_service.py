@@ -153,7 +153,7 @@ class GroupService:
         else:
             items = groups.items()
         for group_id, group in items:
-            state = group.state.value if hasattr(group.state, "value") else str(group.state)
+            state = group.state.value
             previous = seen.get(group_id)
             if state == "PreparingRebalance" and (previous is None or previous[1] != "PreparingRebalance"):
                 seen[group_id] = (group.generation_id, state, now)
@@ -187,12 +187,6 @@ class GroupService:
         effects = self.coordinator.poll(_now_ms())
         self._track_rebalances()
         self._apply(effects)
-
-    def maintenance(self) -> None:
-        self._track_rebalances()
-
-    def topic_deleted(self, topic: str) -> None:
-        return None
 
     def close(self) -> None:
         self._closed = True

@@ -126,9 +126,6 @@ class BrokerMetrics:
     def bytes_out(self, topic: str, nbytes: int) -> None:
         self.bytes_out_total.labels(self.topic_label(topic)).inc(nbytes)
 
-    def produce_rejected(self, topic: str, code: int) -> None:
-        return None
-
     def topics_changed(self) -> None:
         """Drop the per-topic series of deleted topics and free their label slots."""
         logs = getattr(self.core, "logs", None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
@@ -139,10 +138,8 @@ class ReplicaManager:
         try:
             result = plog.append(bytearray(records))
         except LogError as exc:
-            self.metrics.produce_rejected(topic, exc.error_code)
             return self._produce_error(partition, exc.error_code, exc.detail or None)
         self.metrics.bytes_in(topic, len(records), header.records_count)
-        self.core.after_append(plog)
         self.fetch_purgatory.check_and_complete((topic, partition))
         return {"index": partition, "error_code": 0, "base_offset": result.base_offset,
                 "log_append_time_ms": result.log_append_time, "log_start_offset": result.log_start_offset,
@@ -257,9 +254,6 @@ class ReplicaManager:
         body = Obj(throttle_time_ms=0, error_code=0, session_id=0, responses=topics, node_endpoints=[])
         return body, urgent
 
-    def connection_closed(self, conn: Any) -> None:
-        return None
-
     # -- offsets ------------------------------------------------------------------------
 
     def handle_list_offsets(self, ctx: RequestContext, req: Obj) -> Obj:
@@ -309,6 +303,3 @@ class ReplicaManager:
             topics.append({"name": t.name, "partitions": parts})
         return Obj(throttle_time_ms=0, topics=topics)
 
-
-def new_topic_id() -> uuid.UUID:
-    return uuid.uuid4()

@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbroker.server")
 
-NO_RESPONSE = object()
-
-
 class FileRegion(ExternalBytes):
     """Record bytes in segment files: ``(fileno, offset, length)`` chunks sent back to back."""
 
@@ -99,7 +96,6 @@ class KafkaConnection(asyncio.Protocol):
         self.server.unregister(self)
         for task in list(self.tasks):
             task.cancel()
-        self.apis.connection_closed(self)
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -125,9 +121,6 @@ class KafkaConnection(asyncio.Protocol):
             self.close_after_pending(f"bad frame: {self.decoder.error}")
             return
         self._update_reading()
-
-    def eof_received(self) -> bool | None:
-        return None
 
     # -- request handling --------------------------------------------------------------
 
@@ -174,7 +167,7 @@ class KafkaConnection(asyncio.Protocol):
         pending = self.pending
         while pending and pending[0].done and not self.closed:
             parts = pending.popleft().parts
-            if parts is NO_RESPONSE or parts is None:
+            if parts is None:
                 continue
             self._write_parts(parts)
         if self.closing and not pending:

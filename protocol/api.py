@@ -20,33 +20,51 @@ from protocol.errors import ProtocolError, UnsupportedVersionError
 from protocol.primitives import ExternalBytes, Obj, Writer
 from protocol.schema import Message
 from protocol.schemas import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
+    describe_producers,
+    describe_transactions,
+    describe_user_scram_credentials,
+    elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from protocol.schemas.misc import RequestHeader, ResponseHeader
 
@@ -74,12 +92,30 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
 
@@ -137,6 +173,24 @@ APIS: dict[int, Api] = {
         _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster),
         _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
         _api(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe),
+        _api(ApiKey.OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch),
+        _api(ApiKey.ADD_PARTITIONS_TO_TXN, add_partitions_to_txn),
+        _api(ApiKey.ADD_OFFSETS_TO_TXN, add_offsets_to_txn),
+        _api(ApiKey.END_TXN, end_txn),
+        _api(ApiKey.WRITE_TXN_MARKERS, write_txn_markers),
+        _api(ApiKey.TXN_OFFSET_COMMIT, txn_offset_commit),
+        _api(ApiKey.DESCRIBE_ACLS, describe_acls),
+        _api(ApiKey.CREATE_ACLS, create_acls),
+        _api(ApiKey.DELETE_ACLS, delete_acls),
+        _api(ApiKey.ALTER_CONFIGS, alter_configs),
+        _api(ApiKey.DESCRIBE_LOG_DIRS, describe_log_dirs),
+        _api(ApiKey.ELECT_LEADERS, elect_leaders),
+        _api(ApiKey.INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs),
+        _api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, describe_user_scram_credentials),
+        _api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, alter_user_scram_credentials),
+        _api(ApiKey.DESCRIBE_PRODUCERS, describe_producers),
+        _api(ApiKey.DESCRIBE_TRANSACTIONS, describe_transactions),
+        _api(ApiKey.LIST_TRANSACTIONS, list_transactions),
     )
 }
 

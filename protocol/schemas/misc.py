@@ -116,3 +116,217 @@ GroupMetadataValue = Message(
         )),
     ),
 )
+
+ConsumerGroupMetadataKey = Message(
+    'ConsumerGroupMetadataKey',
+    api_key=3,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('group_id', 'string', (0, 0)),
+    ),
+)
+
+ConsumerGroupMetadataValue = Message(
+    'ConsumerGroupMetadataValue',
+    api_key=3,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('epoch', 'int32', (0, None)),
+    ),
+)
+
+ConsumerGroupMemberMetadataKey = Message(
+    'ConsumerGroupMemberMetadataKey',
+    api_key=5,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('group_id', 'string', (0, 0)),
+        F('member_id', 'string', (0, 0)),
+    ),
+)
+
+ConsumerGroupMemberMetadataValue = Message(
+    'ConsumerGroupMemberMetadataValue',
+    api_key=5,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('instance_id', 'string', (0, None), nullable=(0, None)),
+        F('rack_id', 'string', (0, None), nullable=(0, None)),
+        F('client_id', 'string', (0, None)),
+        F('client_host', 'string', (0, None)),
+        F('subscribed_topic_names', '[]string', (0, None)),
+        F('subscribed_topic_regex', 'string', (0, None), nullable=(0, None)),
+        F('rebalance_timeout_ms', 'int32', (0, None), default=-1),
+        F('server_assignor', 'string', (0, None), nullable=(0, None)),
+        F('classic_member_metadata', 'struct', (0, None), nullable=(0, None), tag=0, tagged=(0, None), fields=(
+            F('session_timeout_ms', 'int32', (0, None)),
+            F('supported_protocols', '[]struct', (0, None), fields=(
+                F('name', 'string', (0, None)),
+                F('metadata', 'bytes', (0, None)),
+            )),
+        )),
+    ),
+)
+
+ConsumerGroupTargetAssignmentMetadataKey = Message(
+    'ConsumerGroupTargetAssignmentMetadataKey',
+    api_key=6,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('group_id', 'string', (0, 0)),
+    ),
+)
+
+ConsumerGroupTargetAssignmentMetadataValue = Message(
+    'ConsumerGroupTargetAssignmentMetadataValue',
+    api_key=6,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('assignment_epoch', 'int32', (0, None)),
+    ),
+)
+
+ConsumerGroupTargetAssignmentMemberKey = Message(
+    'ConsumerGroupTargetAssignmentMemberKey',
+    api_key=7,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('group_id', 'string', (0, 0)),
+        F('member_id', 'string', (0, 0)),
+    ),
+)
+
+ConsumerGroupTargetAssignmentMemberValue = Message(
+    'ConsumerGroupTargetAssignmentMemberValue',
+    api_key=7,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('topic_partitions', '[]struct', (0, None), fields=(
+            F('topic_id', 'uuid', (0, None)),
+            F('partitions', '[]int32', (0, None)),
+        )),
+    ),
+)
+
+ConsumerGroupCurrentMemberAssignmentKey = Message(
+    'ConsumerGroupCurrentMemberAssignmentKey',
+    api_key=8,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('group_id', 'string', (0, 0)),
+        F('member_id', 'string', (0, 0)),
+    ),
+)
+
+ConsumerGroupCurrentMemberAssignmentValue = Message(
+    'ConsumerGroupCurrentMemberAssignmentValue',
+    api_key=8,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('member_epoch', 'int32', (0, None)),
+        F('previous_member_epoch', 'int32', (0, None)),
+        F('state', 'int8', (0, None)),
+        F('assigned_partitions', '[]struct', (0, None), fields=(
+            F('topic_id', 'uuid', (0, None)),
+            F('partitions', '[]int32', (0, None)),
+        )),
+        F('partitions_pending_revocation', '[]struct', (0, None), fields=(
+            F('topic_id', 'uuid', (0, None)),
+            F('partitions', '[]int32', (0, None)),
+        )),
+    ),
+)
+
+ConsumerGroupPartitionMetadataKey = Message(
+    'ConsumerGroupPartitionMetadataKey',
+    api_key=4,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('group_id', 'string', (0, 0)),
+    ),
+)
+
+ConsumerGroupPartitionMetadataValue = Message(
+    'ConsumerGroupPartitionMetadataValue',
+    api_key=4,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('topics', '[]struct', (0, None), fields=(
+            F('topic_id', 'uuid', (0, None)),
+            F('topic_name', 'string', (0, None)),
+            F('num_partitions', 'int32', (0, None)),
+            F('partition_metadata', '[]struct', (0, None), fields=(
+                F('partition', 'int32', (0, None)),
+                F('racks', '[]string', (0, None)),
+            )),
+        )),
+    ),
+)
+
+ConsumerGroupRegularExpressionKey = Message(
+    'ConsumerGroupRegularExpressionKey',
+    api_key=16,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('group_id', 'string', (0, 0)),
+        F('regular_expression', 'string', (0, 0)),
+    ),
+)
+
+ConsumerGroupRegularExpressionValue = Message(
+    'ConsumerGroupRegularExpressionValue',
+    api_key=16,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('topics', '[]string', (0, None)),
+        F('version', 'int64', (0, None)),
+        F('timestamp', 'int64', (0, None)),
+    ),
+)
+
+TransactionLogKey = Message(
+    'TransactionLogKey',
+    api_key=0,
+    versions=(0, 0),
+    flexible_from=None,
+    fields=(
+        F('transactional_id', 'string', (0, 0)),
+    ),
+)
+
+TransactionLogValue = Message(
+    'TransactionLogValue',
+    api_key=0,
+    versions=(0, 1),
+    flexible_from=1,
+    fields=(
+        F('producer_id', 'int64', (0, None)),
+        F('previous_producer_id', 'int64', None, tag=0, tagged=(1, None), default=-1),
+        F('next_producer_id', 'int64', None, tag=1, tagged=(1, None), default=-1),
+        F('producer_epoch', 'int16', (0, None)),
+        F('next_producer_epoch', 'int16', None, tag=3, tagged=(1, None), default=-1),
+        F('transaction_timeout_ms', 'int32', (0, None)),
+        F('transaction_status', 'int8', (0, None)),
+        F('transaction_partitions', '[]struct', (0, None), nullable=(0, None), fields=(
+            F('topic', 'string', (0, None)),
+            F('partition_ids', '[]int32', (0, None)),
+        )),
+        F('transaction_last_update_timestamp_ms', 'int64', (0, None)),
+        F('transaction_start_timestamp_ms', 'int64', (0, None)),
+        F('client_transaction_version', 'int16', None, tag=2, tagged=(1, None), default=0),
+    ),
+)

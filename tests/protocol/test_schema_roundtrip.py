@@ -54,6 +54,13 @@ def test_cases_cover_every_api_version() -> None:
     assert {case[1].name for case in CASES if case[0].startswith("misc-")} == {
         "RequestHeader", "ResponseHeader", "ConsumerProtocolSubscription", "ConsumerProtocolAssignment",
         "OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
+        "ConsumerGroupMetadataKey", "ConsumerGroupMetadataValue", "ConsumerGroupMemberMetadataKey",
+        "ConsumerGroupMemberMetadataValue", "ConsumerGroupTargetAssignmentMetadataKey",
+        "ConsumerGroupTargetAssignmentMetadataValue", "ConsumerGroupTargetAssignmentMemberKey",
+        "ConsumerGroupTargetAssignmentMemberValue", "ConsumerGroupCurrentMemberAssignmentKey",
+        "ConsumerGroupCurrentMemberAssignmentValue", "ConsumerGroupPartitionMetadataKey",
+        "ConsumerGroupPartitionMetadataValue", "ConsumerGroupRegularExpressionKey",
+        "ConsumerGroupRegularExpressionValue", "TransactionLogKey", "TransactionLogValue",
     }
 
 

@@ -1,0 +1,47 @@
+"""DescribeAcls (API key 29): request and response, v1-v3.
+
+Declarative schema generated from Apache Kafka's message specs by
+``protocol/_schema_gen.py``; field names are snake_case of the spec names.
+"""
+
+from protocol.schema import Field as F
+from protocol.schema import Message
+
+DescribeAclsRequest = Message(
+    'DescribeAclsRequest',
+    api_key=29,
+    versions=(1, 3),
+    flexible_from=2,
+    fields=(
+        F('resource_type_filter', 'int8', (0, None)),
+        F('resource_name_filter', 'string', (0, None), nullable=(0, None)),
+        F('pattern_type_filter', 'int8', (1, None), default=3),
+        F('principal_filter', 'string', (0, None), nullable=(0, None)),
+        F('host_filter', 'string', (0, None), nullable=(0, None)),
+        F('operation', 'int8', (0, None)),
+        F('permission_type', 'int8', (0, None)),
+    ),
+)
+
+DescribeAclsResponse = Message(
+    'DescribeAclsResponse',
+    api_key=29,
+    versions=(1, 3),
+    flexible_from=2,
+    fields=(
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('error_code', 'int16', (0, None)),
+        F('error_message', 'string', (0, None), nullable=(0, None)),
+        F('resources', '[]struct', (0, None), fields=(
+            F('resource_type', 'int8', (0, None)),
+            F('resource_name', 'string', (0, None)),
+            F('pattern_type', 'int8', (1, None), default=3),
+            F('acls', '[]struct', (0, None), fields=(
+                F('principal', 'string', (0, None)),
+                F('host', 'string', (0, None)),
+                F('operation', 'int8', (0, None)),
+                F('permission_type', 'int8', (0, None)),
+            )),
+        )),
+    ),
+)

@@ -1,0 +1,41 @@
+"""DescribeUserScramCredentials (API key 50): request and response, v0-v0.
+
+Declarative schema generated from Apache Kafka's message specs by
+``protocol/_schema_gen.py``; field names are snake_case of the spec names.
+"""
+
+from protocol.schema import Field as F
+from protocol.schema import Message
+
+DescribeUserScramCredentialsRequest = Message(
+    'DescribeUserScramCredentialsRequest',
+    api_key=50,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('users', '[]struct', (0, None), nullable=(0, None), fields=(
+            F('name', 'string', (0, None)),
+        )),
+    ),
+)
+
+DescribeUserScramCredentialsResponse = Message(
+    'DescribeUserScramCredentialsResponse',
+    api_key=50,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('error_code', 'int16', (0, None)),
+        F('error_message', 'string', (0, None), nullable=(0, None)),
+        F('results', '[]struct', (0, None), fields=(
+            F('user', 'string', (0, None)),
+            F('error_code', 'int16', (0, None)),
+            F('error_message', 'string', (0, None), nullable=(0, None)),
+            F('credential_infos', '[]struct', (0, None), fields=(
+                F('mechanism', 'int8', (0, None)),
+                F('iterations', 'int32', (0, None)),
+            )),
+        )),
+    ),
+)

@@ -176,14 +176,19 @@ class KVState:
 
 
 class LocalKV:
-    """:class:`KVState` for the event loop: persisted, watchable, with leases that really expire.
+    """:class:`KVState` for the event loop: persisted and watchable.
 
-    ``data_dir`` None keeps everything in memory (tests).
+    ``data_dir`` None keeps everything in memory (tests).  Leases expire only with
+    ``expire_leases=True``: when the store lives in the broker's own process, the
+    lease holder is alive exactly as long as the store, and a stalled event loop
+    must not cost a single node its registration.  Tests that run several
+    brokers on one store turn expiry on to play a broker's death.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, *,
-                 clock: Callable[[], int] = _monotonic_ms) -> None:
+                 clock: Callable[[], int] = _monotonic_ms, expire_leases: bool = False) -> None:
         self.state = KVState(clock)
+        self.expire_leases = expire_leases
         self._path: str | None = None
         if data_dir is not None:
             directory = os.path.join(os.fspath(data_dir), STATE_DIR)
@@ -284,7 +289,7 @@ class LocalKV:
                 queue.put_nowait(mine)
 
     def _arm_expiry(self) -> None:
-        if self._closed:
+        if self._closed or not self.expire_leases:
             return
         deadline = self.state.next_expiry_ms()
         if self._expiry is not None:

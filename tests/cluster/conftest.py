@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from etcd_server import EtcdServer, etcd_binary  # noqa: E402
+from etcd_server import EtcdServer, etcd_binary
 
 
 def require_etcd() -> None:

@@ -1,0 +1,281 @@
+"""The controller: what leadership should be, decided from the image (pure), and applied by CAS.
+
+One broker at a time is the controller (elected through the store, see
+:mod:`broker.cluster.metadata`).  Its decisions are pure functions of the
+metadata image:
+
+* a partition with no record yet (a new topic or new partitions) starts with the
+  first live replica of its assignment as leader and the live replicas as ISR;
+* a leader that is gone is replaced by the first replica, in assignment order,
+  that is alive and in the ISR; dead brokers leave every ISR, which is never
+  emptied — when its last member dies it stays listed and the leader becomes -1
+  (offline) until that broker returns, unless unclean election is enabled
+  (``unclean.leader.election.enable``, also per topic), which takes the first live
+  replica with an ISR of just itself;
+* the preferred replica (first in the assignment) takes leadership back when it
+  is alive and in the ISR and its broker's share of non-preferred leaderships
+  exceeds ``leader.imbalance.per.broker.percentage`` (checked every
+  ``leader.imbalance.check.interval.seconds``), or on demand (ElectLeaders).
+
+Every leader change raises the leader epoch; every change raises the partition
+epoch.  :class:`Controller` writes the decisions as store transactions guarded
+by the partition records' revisions and by the controller epoch's revision, so
+a deposed controller cannot write anything and no update is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from broker.cluster.image import MetadataImage, PartitionImage
+from broker.cluster.kv import Compare, KVError, MetadataKV, Put, mod_is
+from broker.cluster.records import CONTROLLER_EPOCH_KEY, NO_LEADER, PartitionRecord, partition_key
+
+log = logging.getLogger("kbroker.controller")
+
+__all__ = [
+    "Controller",
+    "ControllerSettings",
+    "PartitionChange",
+    "decide",
+    "elect_preferred",
+    "elect_unclean",
+    "imbalanced_partitions",
+]
+
+TXN_BATCH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    unclean_leader_election: bool = False
+    auto_leader_rebalance: bool = True
+    imbalance_percentage: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChange:
+    """Write ``record`` to the partition if its key is still at ``expected_revision`` (0: absent)."""
+
+    topic: str
+    partition: int
+    expected_revision: int
+    record: PartitionRecord
+    reason: str
+
+
+def _unclean_allowed(image: MetadataImage, topic: str, settings: ControllerSettings) -> bool:
+    t = image.topic(topic)
+    value = t.configs.get("unclean.leader.election.enable") if t is not None else None
+    if value is None:
+        return settings.unclean_leader_election
+    return value.strip().lower() == "true"
+
+
+def _with_leader(p: PartitionImage, leader: int, isr: tuple[int, ...]) -> PartitionRecord:
+    old = p.record
+    epoch = old.leader_epoch + 1 if leader != old.leader else old.leader_epoch
+    return PartitionRecord(leader, epoch, isr, old.partition_epoch + 1)
+
+
+def _ordered(replicas: Iterable[int], keep: Callable[[int], bool]) -> tuple[int, ...]:
+    return tuple(r for r in replicas if keep(r))
+
+
+def _fix_partition(image: MetadataImage, p: PartitionImage, settings: ControllerSettings) -> PartitionChange | None:
+    alive = image.is_alive
+    rec = p.record
+    live_isr = _ordered(rec.isr, alive)
+    if rec.leader != NO_LEADER and alive(rec.leader):
+        if live_isr != rec.isr:
+            isr = live_isr if live_isr else rec.isr
+            if isr != rec.isr:
+                return PartitionChange(p.topic, p.partition, p.mod_revision,
+                                       PartitionRecord(rec.leader, rec.leader_epoch, isr, rec.partition_epoch + 1),
+                                       "dead replicas leave the ISR")
+        return None
+    candidates = [r for r in p.replicas if r in live_isr]
+    if candidates:
+        return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, candidates[0], live_isr),
+                               "leader election from the ISR")
+    if _unclean_allowed(image, p.topic, settings):
+        live = [r for r in p.replicas if alive(r)]
+        if live:
+            return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, live[0], (live[0],)),
+                                   "unclean leader election")
+    if rec.leader != NO_LEADER:
+        return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, NO_LEADER, rec.isr),
+                               "no live in-sync replica: offline")
+    return None
+
+
+def decide(image: MetadataImage, settings: ControllerSettings) -> list[PartitionChange]:
+    """Everything the controller should write now, given the image."""
+    changes: list[PartitionChange] = []
+    for topic in image.topics.values():
+        for index, replicas in enumerate(topic.record.assignment):
+            p = topic.partitions.get(index)
+            if p is None:
+                live = _ordered(replicas, image.is_alive)
+                if live:
+                    changes.append(PartitionChange(topic.name, index, 0, PartitionRecord(live[0], 0, live, 0),
+                                                   "new partition"))
+                continue
+            change = _fix_partition(image, p, settings)
+            if change is not None:
+                changes.append(change)
+    return changes
+
+
+def elect_preferred(image: MetadataImage, p: PartitionImage) -> PartitionChange | None:
+    """Move leadership to the preferred replica if it is alive and in sync (None if not possible or no-op)."""
+    preferred = p.replicas[0] if p.replicas else NO_LEADER
+    if preferred == p.leader or not image.is_alive(preferred) or preferred not in p.isr:
+        return None
+    return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, preferred, p.isr),
+                           "preferred leader election")
+
+
+def elect_unclean(image: MetadataImage, p: PartitionImage) -> PartitionChange | None:
+    """ElectLeaders(unclean) for an offline partition: the first live replica, ISR of itself."""
+    if p.leader != NO_LEADER and image.is_alive(p.leader):
+        return None
+    live_isr = [r for r in p.replicas if r in p.isr and image.is_alive(r)]
+    if live_isr:
+        return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, live_isr[0], tuple(live_isr)),
+                               "leader election from the ISR")
+    live = [r for r in p.replicas if image.is_alive(r)]
+    if not live:
+        return None
+    return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, live[0], (live[0],)),
+                           "unclean leader election")
+
+
+def imbalanced_partitions(image: MetadataImage, settings: ControllerSettings) -> list[PartitionChange]:
+    """Preferred elections for brokers whose non-preferred share exceeds the imbalance threshold."""
+    preferred_count: dict[int, int] = {}
+    not_leading: dict[int, list[PartitionImage]] = {}
+    for p in image.partitions():
+        if not p.replicas:
+            continue
+        pref = p.replicas[0]
+        preferred_count[pref] = preferred_count.get(pref, 0) + 1
+        if p.leader != pref:
+            not_leading.setdefault(pref, []).append(p)
+    out = []
+    for broker, parts in not_leading.items():
+        if not image.is_alive(broker):
+            continue
+        if len(parts) * 100 > settings.imbalance_percentage * preferred_count[broker]:
+            for p in parts:
+                change = elect_preferred(image, p)
+                if change is not None:
+                    out.append(change)
+    return out
+
+
+async def write_changes(kv: MetadataKV, changes: list[PartitionChange],
+                        fence: list[Compare]) -> tuple[list[PartitionChange], int]:
+    """Write changes in batches, each a CAS transaction; returns (the changes written, how many were refused)."""
+    written: list[PartitionChange] = []
+    refused = 0
+    for i in range(0, len(changes), TXN_BATCH):
+        batch = changes[i:i + TXN_BATCH]
+        compares = [*fence, *(mod_is(partition_key(c.topic, c.partition), c.expected_revision) for c in batch)]
+        puts = [Put(partition_key(c.topic, c.partition), c.record.encode()) for c in batch]
+        result = await kv.txn(compares, puts)
+        if result.succeeded:
+            written.extend(batch)
+        else:
+            refused += len(batch)
+    return written, refused
+
+
+class Controller:
+    """Runs :func:`decide` whenever the image changes while this broker is the controller.
+
+    ``epoch_revision`` is the store revision at which this broker bumped the
+    controller epoch; every write is conditioned on it still being the last write
+    of that key (so a deposed controller's writes are refused).
+    """
+
+    def __init__(self, kv: MetadataKV, image: MetadataImage, settings: ControllerSettings, *,
+                 imbalance_check_interval_s: float = 300.0,
+                 on_change: Callable[[PartitionChange], None] | None = None) -> None:
+        self.kv = kv
+        self.image = image
+        self.settings = settings
+        self.imbalance_check_interval_s = imbalance_check_interval_s
+        self.on_change = on_change
+        self.epoch_revision = 0
+        self.active = False
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._rebalance_task: asyncio.Task[None] | None = None
+
+    def activate(self, epoch_revision: int) -> None:
+        self.epoch_revision = epoch_revision
+        self.active = True
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._run())
+        if self.settings.auto_leader_rebalance and (self._rebalance_task is None or self._rebalance_task.done()):
+            self._rebalance_task = asyncio.ensure_future(self._rebalance_loop())
+
+    def deactivate(self) -> None:
+        self.active = False
+        for task in (self._task, self._rebalance_task):
+            if task is not None:
+                task.cancel()
+        self._task = self._rebalance_task = None
+
+    def poke(self) -> None:
+        """The image changed: look again."""
+        if self.active:
+            self._wake.set()
+
+    @property
+    def fence(self) -> list[Compare]:
+        return [mod_is(CONTROLLER_EPOCH_KEY, self.epoch_revision)]
+
+    async def apply(self, changes: list[PartitionChange]) -> tuple[int, int]:
+        """Write ``changes`` (fenced); returns (written, refused)."""
+        if not changes:
+            return 0, 0
+        written, refused = await write_changes(self.kv, changes, self.fence)
+        for change in written:
+            log.info("controller: %s-%d leader %d epoch %d isr %s (%s)", change.topic, change.partition,
+                     change.record.leader, change.record.leader_epoch, list(change.record.isr), change.reason)
+            if self.on_change is not None:
+                self.on_change(change)
+        return len(written), refused
+
+    async def _run(self) -> None:
+        backoff = 0.05
+        while self.active:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                changes = decide(self.image, self.settings)
+                _, refused = await self.apply(changes)
+                backoff = 0.05
+                if refused:
+                    # Someone else changed those partitions; the watch will bring the new state.
+                    await asyncio.sleep(0.01)
+                    self._wake.set()
+            except KVError as exc:
+                log.warning("controller: metadata store unavailable (%s); retrying", exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+                self._wake.set()
+
+    async def _rebalance_loop(self) -> None:
+        while self.active:
+            await asyncio.sleep(self.imbalance_check_interval_s)
+            try:
+                await self.apply(imbalanced_partitions(self.image, self.settings))
+            except KVError as exc:
+                log.warning("controller: preferred leader election failed: %s", exc)

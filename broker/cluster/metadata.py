@@ -1,0 +1,328 @@
+"""MetadataService: this broker's link to the cluster's metadata store (the asyncio edge).
+
+It registers the broker under a lease (keeping it alive every third of its
+TTL), keeps the :class:`~broker.cluster.image.MetadataImage` current from the
+store's watch and tells subscribers what changed, campaigns for the controller
+role and runs the :class:`~broker.cluster.controller.Controller` while it holds
+it, and offers the few writes other components need (topics, ISR changes,
+producer-id blocks, elections) as compare-and-set transactions.
+
+The store may be unreachable for a while: the broker keeps the image (and the
+leadership) it has, reports it (:attr:`store_connected`, logs), resumes the
+watch from the last revision it saw when the store returns, and re-registers
+if its lease expired meanwhile.  No election happens without the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from broker.cluster.controller import Controller, ControllerSettings, PartitionChange, write_changes
+from broker.cluster.image import MetadataDelta, MetadataImage
+from broker.cluster.kv import (
+    Compare,
+    Delete,
+    Get,
+    KVCompactedError,
+    KVError,
+    KVUnavailableError,
+    LeaseNotFoundError,
+    MetadataKV,
+    Put,
+    absent,
+    mod_is,
+)
+from broker.cluster.records import (
+    CLUSTER_ID_KEY,
+    CONTROLLER_EPOCH_KEY,
+    CONTROLLER_KEY,
+    PRODUCER_ID_BLOCK_KEY,
+    BrokerRegistration,
+    ControllerRecord,
+    PartitionRecord,
+    TopicRecord,
+    broker_key,
+    partition_key,
+    partitions_prefix,
+    topic_key,
+)
+
+log = logging.getLogger("kbroker.cluster")
+
+__all__ = ["DuplicateBrokerError", "MetadataService", "MetadataSettings"]
+
+Subscriber = Callable[[MetadataDelta, MetadataImage], None]
+
+
+class DuplicateBrokerError(RuntimeError):
+    """Another live broker is registered with this node id."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataSettings:
+    session_timeout_ms: int = 3000
+    controller: ControllerSettings = field(default_factory=ControllerSettings)
+    imbalance_check_interval_s: float = 300.0
+    producer_id_block_size: int = 1000
+
+
+class MetadataService:
+    def __init__(self, kv: MetadataKV, registration: BrokerRegistration, settings: MetadataSettings, *,
+                 cluster_id_hint: str | None = None) -> None:
+        self.kv = kv
+        self.registration = registration
+        self.node_id = registration.node_id
+        self.settings = settings
+        self.cluster_id_hint = cluster_id_hint
+        self.image = MetadataImage()
+        self.controller = Controller(kv, self.image, settings.controller,
+                                     imbalance_check_interval_s=settings.imbalance_check_interval_s)
+        self.lease_id = 0
+        self.broker_epoch = -1
+        self.store_connected = False
+        self.last_store_contact = time.monotonic()
+        self._subscribers: list[Subscriber] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._campaign = asyncio.Event()
+        self._stopping = False
+        self._loaded = asyncio.Event()
+
+    # -- lifecycle -------------------------------------------------------------------
+    def subscribe(self, fn: Subscriber) -> None:
+        self._subscribers.append(fn)
+
+    async def start(self, connect_timeout_s: float = 60.0) -> None:
+        """Connect, agree on the cluster id, register, load the image; then run in the background."""
+        deadline = time.monotonic() + connect_timeout_s
+        while True:
+            try:
+                await self.kv.connect()
+                break
+            except KVUnavailableError as exc:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("metadata store %s unavailable (%s); retrying", self.kv.description, exc)
+                await asyncio.sleep(1.0)
+        self.store_connected = True
+        await self._ensure_cluster_id()
+        await self._register()
+        items, revision = await self.kv.get_prefix("")
+        self._publish(self.image.load(items, revision))
+        self._loaded.set()
+        self._tasks = [asyncio.ensure_future(self._watch_loop()), asyncio.ensure_future(self._keepalive_loop()),
+                       asyncio.ensure_future(self._campaign_loop())]
+        self._campaign.set()
+
+    async def stop(self) -> None:
+        """Leave the cluster: give up the controller role and the registration (controlled shutdown)."""
+        self._stopping = True
+        self.controller.deactivate()
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
+        if self.lease_id:
+            try:
+                await asyncio.wait_for(self.kv.revoke_lease(self.lease_id), 3)
+            except (KVError, TimeoutError) as exc:
+                log.warning("could not deregister from %s: %s", self.kv.description, exc)
+        await self.kv.close()
+
+    @property
+    def cluster_id(self) -> str:
+        return self.image.cluster_id or ""
+
+    @property
+    def is_controller(self) -> bool:
+        return self.controller.active
+
+    # -- startup steps ---------------------------------------------------------------
+    async def _ensure_cluster_id(self) -> None:
+        proposed = self.cluster_id_hint or uuid.uuid4().hex[:22]
+        result = await self.kv.txn([absent(CLUSTER_ID_KEY)],
+                                   [Put(CLUSTER_ID_KEY, json.dumps({"id": proposed}).encode()), Get(CLUSTER_ID_KEY)],
+                                   [Get(CLUSTER_ID_KEY)])
+        self.image.cluster_id = json.loads(result.gets[0][0].value)["id"]
+
+    async def _register(self) -> None:
+        """Register under a new lease; a stale registration of this very data directory is taken over."""
+        key = broker_key(self.node_id)
+        lease_id, ttl = await self.kv.grant_lease(self.settings.session_timeout_ms)
+        value = self.registration.encode()
+        for _ in range(3):
+            result = await self.kv.txn([absent(key)], [Put(key, value, lease=lease_id), Get(key)], [Get(key)])
+            current = result.gets[0][0] if result.gets and result.gets[0] else None
+            if result.succeeded and current is not None:
+                self.lease_id = lease_id
+                self.broker_epoch = current.create_revision
+                self.last_store_contact = time.monotonic()
+                log.info("registered broker %d in %s (epoch %d, session %d ms)", self.node_id,
+                         self.kv.description, self.broker_epoch, ttl)
+                return
+            if current is None:
+                continue
+            other = BrokerRegistration.decode(current.value)
+            if other.dir_id and other.dir_id == self.registration.dir_id:
+                # Our own previous incarnation (this process holds the data directory's lock, so it is dead).
+                log.info("taking over the registration of a previous run of broker %d", self.node_id)
+                await self.kv.revoke_lease(current.lease)
+                continue
+            await self.kv.revoke_lease(lease_id)
+            eps = ", ".join(f"{e.host}:{e.port}" for e in other.endpoints)
+            raise DuplicateBrokerError(f"node id {self.node_id} is already registered by a live broker ({eps}) "
+                                       f"in {self.kv.description}")
+        raise KVError("could not register the broker")
+
+    # -- background loops ------------------------------------------------------------
+    def _publish(self, delta: MetadataDelta) -> None:
+        if not delta:
+            return
+        controller = self.image.controller
+        if delta.controller_changed or delta.full:
+            mine = controller is not None and controller.broker_id == self.node_id and self.controller.active
+            if self.controller.active and not mine:
+                log.info("broker %d is no longer the controller", self.node_id)
+                self.controller.deactivate()
+            if controller is None:
+                self._campaign.set()
+        if delta.brokers_removed and controller is not None and controller.broker_id in delta.brokers_removed:
+            self._campaign.set()
+        for fn in self._subscribers:
+            try:
+                fn(delta, self.image)
+            except Exception:
+                log.exception("metadata subscriber failed")
+        self.controller.poke()
+
+    async def _watch_loop(self) -> None:
+        backoff = 0.1
+        while not self._stopping:
+            try:
+                async for events in self.kv.watch("", self.image.revision + 1):
+                    if not self.store_connected:
+                        log.info("metadata store %s reachable again", self.kv.description)
+                    self.store_connected = True
+                    self.last_store_contact = time.monotonic()
+                    backoff = 0.1
+                    self._publish(self.image.apply(events))
+            except KVCompactedError:
+                log.info("metadata watch fell behind a compaction; reloading the image")
+                try:
+                    items, revision = await self.kv.get_prefix("")
+                    self._publish(self.image.load(items, revision))
+                except KVError as exc:
+                    self._lost(exc)
+            except KVError as exc:
+                self._lost(exc)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+
+    def _lost(self, exc: BaseException) -> None:
+        if self.store_connected:
+            log.warning("metadata store %s unreachable (%s): serving the leadership this broker has; "
+                        "no elections until it returns", self.kv.description, exc)
+        self.store_connected = False
+
+    async def _keepalive_loop(self) -> None:
+        interval = max(0.1, self.settings.session_timeout_ms / 3000)
+        while not self._stopping:
+            await asyncio.sleep(interval)
+            try:
+                await self.kv.keep_alive(self.lease_id)
+                self.last_store_contact = time.monotonic()
+                self.store_connected = True
+            except LeaseNotFoundError:
+                log.warning("broker %d's registration lease expired; registering again", self.node_id)
+                await self._reregister()
+            except KVError as exc:
+                self._lost(exc)
+
+    async def _reregister(self) -> None:
+        try:
+            await self._register()
+            self._campaign.set()
+        except DuplicateBrokerError:
+            log.critical("node id %d was taken by another broker while this one was away", self.node_id)
+            raise
+        except KVError as exc:
+            self._lost(exc)
+
+    async def _campaign_loop(self) -> None:
+        while not self._stopping:
+            await self._campaign.wait()
+            self._campaign.clear()
+            controller = self.image.controller
+            if controller is not None and self.image.is_alive(controller.broker_id):
+                continue
+            if controller is not None and controller.broker_id == self.node_id and self.controller.active:
+                continue
+            try:
+                await self._try_become_controller()
+            except KVError as exc:
+                self._lost(exc)
+                await asyncio.sleep(0.5)
+                self._campaign.set()
+
+    async def _try_become_controller(self) -> None:
+        epoch = self.image.controller_epoch + 1
+        compares = [absent(CONTROLLER_KEY), mod_is(CONTROLLER_EPOCH_KEY, self.image.controller_epoch_revision)]
+        result = await self.kv.txn(compares, [
+            Put(CONTROLLER_KEY, ControllerRecord(self.node_id, epoch).encode(), lease=self.lease_id),
+            Put(CONTROLLER_EPOCH_KEY, json.dumps({"epoch": epoch}).encode()),
+        ])
+        if result.succeeded:
+            log.info("broker %d is the controller (epoch %d)", self.node_id, epoch)
+            self.controller.activate(result.revision)
+
+    async def wait_loaded(self) -> None:
+        await self._loaded.wait()
+
+    # -- writes for other components -------------------------------------------------
+    async def create_topic(self, record: TopicRecord) -> bool:
+        """Create the topic if absent (the controller then gives its partitions leaders)."""
+        result = await self.kv.txn([absent(topic_key(record.name))], [Put(topic_key(record.name), record.encode())])
+        return result.succeeded
+
+    async def delete_topic(self, name: str, topic_id: uuid.UUID) -> bool:
+        current = await self.kv.get(topic_key(name))
+        if current is None or TopicRecord.decode(current.value).topic_id != topic_id:
+            return False
+        result = await self.kv.txn([Compare(topic_key(name), "mod", "==", current.mod_revision)],
+                                   [Delete(topic_key(name)), Delete(partitions_prefix(name), prefix=True)])
+        return result.succeeded
+
+    async def update_topic(self, record: TopicRecord, expected_revision: int) -> bool:
+        """Replace a topic record (new partitions, configs) if unchanged since ``expected_revision``."""
+        result = await self.kv.txn([mod_is(topic_key(record.name), expected_revision)],
+                                   [Put(topic_key(record.name), record.encode())])
+        return result.succeeded
+
+    async def alter_partition(self, topic: str, partition: int, expected_revision: int,
+                              record: PartitionRecord) -> bool:
+        """A leader's ISR change, applied only if nobody changed the partition meanwhile."""
+        key = partition_key(topic, partition)
+        result = await self.kv.txn([mod_is(key, expected_revision)], [Put(key, record.encode())])
+        return result.succeeded
+
+    async def elect(self, changes: list[PartitionChange]) -> set[tuple[str, int]]:
+        """Write elections (ElectLeaders); returns the partitions written."""
+        written, _ = await write_changes(self.kv, changes, [])
+        return {(c.topic, c.partition) for c in written}
+
+    async def allocate_producer_ids(self) -> tuple[int, int]:
+        """A block ``[start, end)`` of producer ids no other broker will ever hand out."""
+        size = self.settings.producer_id_block_size
+        for _ in range(100):
+            current = await self.kv.get(PRODUCER_ID_BLOCK_KEY)
+            start = int(json.loads(current.value)["next"]) if current is not None else 0
+            rev = current.mod_revision if current is not None else 0
+            result = await self.kv.txn([mod_is(PRODUCER_ID_BLOCK_KEY, rev)],
+                                       [Put(PRODUCER_ID_BLOCK_KEY, json.dumps({"next": start + size}).encode())])
+            if result.succeeded:
+                return start, start + size
+        raise KVError("could not allocate a producer id block (too much contention)")

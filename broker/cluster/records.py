@@ -1,0 +1,190 @@
+"""What the cluster keeps in its metadata store: the key layout and the records' JSON.
+
+Keys (relative to the store's namespace; etcd puts them under ``/kbroker/<cluster.id>/``)::
+
+    cluster_id                    {"id": "..."}                       written once, by the first broker
+    brokers/<id>                  BrokerRegistration                  leased; create_revision = broker epoch
+    controller                    {"broker_id", "epoch"}              leased; the elected controller
+    controller_epoch              {"epoch"}                           bumped by each new controller
+    topics/<name>                 TopicRecord (id, assignment, configs)
+    partitions/<name>/<p>         PartitionRecord (leader, epochs, ISR)
+    producer_id_block             {"next": N}                         ids below N are handed out
+
+A topic name cannot contain ``/``, so ``partitions/<name>/`` is an exact prefix.
+In an assignment the first replica of each partition is its preferred leader.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CLUSTER_ID_KEY",
+    "CONTROLLER_EPOCH_KEY",
+    "CONTROLLER_KEY",
+    "PRODUCER_ID_BLOCK_KEY",
+    "BrokerRegistration",
+    "ControllerRecord",
+    "Endpoint",
+    "PartitionRecord",
+    "TopicRecord",
+    "broker_key",
+    "parse_key",
+    "partition_key",
+    "partitions_prefix",
+    "topic_key",
+]
+
+CLUSTER_ID_KEY = "cluster_id"
+CONTROLLER_KEY = "controller"
+CONTROLLER_EPOCH_KEY = "controller_epoch"
+PRODUCER_ID_BLOCK_KEY = "producer_id_block"
+BROKERS = "brokers/"
+TOPICS = "topics/"
+PARTITIONS = "partitions/"
+
+NO_LEADER = -1
+
+
+def broker_key(node_id: int) -> str:
+    return f"{BROKERS}{node_id}"
+
+
+def topic_key(name: str) -> str:
+    return f"{TOPICS}{name}"
+
+
+def partitions_prefix(name: str) -> str:
+    return f"{PARTITIONS}{name}/"
+
+
+def partition_key(name: str, partition: int) -> str:
+    return f"{PARTITIONS}{name}/{partition}"
+
+
+def parse_key(key: str) -> tuple[str, Any]:
+    """``("broker", id)``, ``("topic", name)``, ``("partition", (name, p))`` or ``(key, None)``."""
+    if key.startswith(BROKERS):
+        rest = key[len(BROKERS):]
+        return ("broker", int(rest)) if rest.lstrip("-").isdigit() else (key, None)
+    if key.startswith(TOPICS):
+        return "topic", key[len(TOPICS):]
+    if key.startswith(PARTITIONS):
+        name, _, p = key[len(PARTITIONS):].rpartition("/")
+        return ("partition", (name, int(p))) if name and p.isdigit() else (key, None)
+    return key, None
+
+
+def _dumps(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One listener of a broker: ``listener`` is its name (PLAINTEXT, SSL, ...)."""
+
+    listener: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"listener": self.listener, "host": self.host, "port": self.port,
+                "security_protocol": self.security_protocol}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Endpoint:
+        return cls(str(d["listener"]), str(d["host"]), int(d["port"]), str(d.get("security_protocol", "PLAINTEXT")))
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """A live broker.  ``epoch`` is not stored: it is the key's create revision (KIP-380)."""
+
+    node_id: int
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None = None
+    dir_id: str = ""
+    epoch: int = -1
+
+    def endpoint(self, listener: str | None = None) -> Endpoint | None:
+        for ep in self.endpoints:
+            if listener is None or ep.listener == listener:
+                return ep
+        return None
+
+    def encode(self) -> bytes:
+        return _dumps({"version": 1, "node_id": self.node_id, "rack": self.rack, "dir_id": self.dir_id,
+                       "endpoints": [e.to_json() for e in self.endpoints]})
+
+    @classmethod
+    def decode(cls, data: bytes, epoch: int = -1) -> BrokerRegistration:
+        d = json.loads(data)
+        return cls(int(d["node_id"]), tuple(Endpoint.from_json(e) for e in d["endpoints"]),
+                   d.get("rack"), str(d.get("dir_id", "")), epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerRecord:
+    broker_id: int
+    epoch: int
+
+    def encode(self) -> bytes:
+        return _dumps({"broker_id": self.broker_id, "epoch": self.epoch})
+
+    @classmethod
+    def decode(cls, data: bytes) -> ControllerRecord:
+        d = json.loads(data)
+        return cls(int(d["broker_id"]), int(d["epoch"]))
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    """A topic: its id, the replicas of each partition (index = partition), and config overrides."""
+
+    name: str
+    topic_id: uuid.UUID
+    assignment: tuple[tuple[int, ...], ...]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> int:
+        return len(self.assignment)
+
+    def encode(self) -> bytes:
+        return _dumps({"version": 1, "name": self.name, "topic_id": str(self.topic_id),
+                       "assignment": [list(r) for r in self.assignment], "configs": self.configs})
+
+    @classmethod
+    def decode(cls, data: bytes) -> TopicRecord:
+        d = json.loads(data)
+        return cls(str(d["name"]), uuid.UUID(d["topic_id"]), tuple(tuple(int(b) for b in r) for r in d["assignment"]),
+                   {str(k): str(v) for k, v in d.get("configs", {}).items()})
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    """Leadership of one partition.
+
+    ``leader_epoch`` rises with every leader change (including to no leader);
+    ``partition_epoch`` with every change of this record.  ``isr`` is never empty:
+    when its last live member dies it stays listed and the leader becomes -1.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int = 0
+
+    def encode(self) -> bytes:
+        return _dumps({"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                       "partition_epoch": self.partition_epoch})
+
+    @classmethod
+    def decode(cls, data: bytes) -> PartitionRecord:
+        d = json.loads(data)
+        return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(b) for b in d["isr"]),
+                   int(d.get("partition_epoch", 0)))

@@ -18,6 +18,7 @@ COPY pyproject.toml README.md ./
 COPY protocol ./protocol
 COPY broker ./broker
 COPY client ./client
+COPY kbroker_cli ./kbroker_cli
 COPY spark_jobs ./spark_jobs
 RUN pip install --no-cache-dir . \
     && mkdir -p /data && chown kbroker:kbroker /data

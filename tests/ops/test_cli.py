@@ -31,7 +31,7 @@ def kbroker(broker: BrokerThread | None, *args: str, stdin: bytes | None = None,
     full_env.update(env or {})
     if broker is not None and "KBROKER_BOOTSTRAP" not in (env or {}):
         args = ("--bootstrap-servers", broker.bootstrap_servers, *args)
-    return subprocess.run([sys.executable, "-m", "broker.cli", *args], input=stdin, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "kbroker_cli", *args], input=stdin, capture_output=True,
                           timeout=timeout, env=full_env)
 
 

@@ -163,7 +163,7 @@ def test_every_copied_path_exists_and_is_not_dockerignored(dockerfile):
     for src in sources:
         assert not ignored(src.rstrip("/"), patterns), f"{src} is COPYed but excluded by .dockerignore"
     # the packages pyproject installs are all copied
-    for package in ("broker", "client", "protocol", "spark_jobs"):
+    for package in ("broker", "client", "kbroker_cli", "protocol", "spark_jobs"):
         assert package in sources
     # the heavy local directories never reach the build context
     for heavy in (".venv", ".git", "data"):
@@ -302,7 +302,7 @@ def test_compose_python_commands_exist_with_their_flags(compose):
                 pytest.fail(f"{name}: `python -m {module} {' '.join(args)}` is rejected (exit {exc.code})")
             checked += 1
         elif argv[:1] == ["kbroker"]:
-            from broker.cli import build_parser
+            from kbroker_cli.main import build_parser
 
             try:
                 parsed = build_parser().parse_args(argv[1:])

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from etcd_server import EtcdServer, etcd_binary
+from broker.harness import EtcdServer
 
 
 def require_etcd() -> None:
-    if etcd_binary() is None:
+    if EtcdServer.binary() is None:
         message = "etcd is not installed (Debian package etcd-server; tests/setup_tools.sh installs it)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)

@@ -1,0 +1,303 @@
+"""Real broker processes for tests — yours and ours: one broker, or a cluster of brokers on etcd.
+
+    from broker.harness import KBrokerCluster
+
+    with KBrokerCluster(3, tmp_path) as cluster:        # etcd + 3 brokers, each `python -m broker`
+        produce_to(cluster.bootstrap_servers)
+        cluster.kill(2)                                   # SIGKILL, like a crash
+        cluster.restart(2)                                # same node id and data directory
+
+:class:`EtcdServer` runs Debian's ``etcd`` binary on free ports with a
+temporary data directory; :class:`BrokerProcess` runs the pinned command line
+(``python -m broker --host --port --data-dir --metrics-port ...``) and waits
+until the broker answers ApiVersions.  The pytest plugin wraps these as the
+``kbroker_cluster`` fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BrokerProcess", "EtcdServer", "KBrokerCluster", "free_port"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _api_versions_ok(host: str, port: int, timeout: float = 2.0) -> bool:
+    """True when the broker at host:port answers an ApiVersions v0 request without error."""
+    from protocol.api import ApiKey, decode_response, encode_request
+
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(encode_request(ApiKey.API_VERSIONS, 0, 1, "harness", {}))
+        header = b""
+        while len(header) < 4:
+            chunk = sock.recv(4 - len(header))
+            if not chunk:
+                return False
+            header += chunk
+        (size,) = struct.unpack(">i", header)
+        body = b""
+        while len(body) < size:
+            chunk = sock.recv(size - len(body))
+            if not chunk:
+                return False
+            body += chunk
+        _, resp = decode_response(ApiKey.API_VERSIONS, 0, body)
+        return bool(resp.error_code == 0)
+
+
+class EtcdServer:
+    """A single-member etcd on 127.0.0.1 with its data under ``directory`` (fast elections for tests)."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, fast: bool = True) -> None:
+        self.directory = Path(directory)
+        self.client_port = free_port()
+        self.peer_port = free_port()
+        self.fast = fast
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def binary() -> str | None:
+        return shutil.which("etcd")
+
+    @property
+    def url(self) -> str:
+        return f"etcd://127.0.0.1:{self.client_port}"
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        return "127.0.0.1", self.client_port
+
+    def start(self, timeout: float = 30.0) -> EtcdServer:
+        binary = self.binary()
+        if binary is None:
+            raise RuntimeError("etcd is not installed (Debian package etcd-server)")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        client = f"http://127.0.0.1:{self.client_port}"
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        args = [binary, "--name", "kbroker-test", "--data-dir", str(self.directory / "etcd-data"),
+                "--listen-client-urls", client, "--advertise-client-urls", client,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", f"kbroker-test={peer}", "--log-level", "warn"]
+        if self.fast:
+            args += ["--heartbeat-interval", "20", "--election-timeout", "200"]
+        with open(self.directory / "etcd.log", "ab") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"etcd exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{client}/health", timeout=1) as resp:
+                    if b'"true"' in resp.read():
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("etcd did not become healthy in time")
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            return (self.directory / "etcd.log").read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(10)
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+    def __enter__(self) -> EtcdServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class BrokerProcess:
+    """``python -m broker`` in a subprocess: start, wait until serving, SIGTERM, SIGKILL, restart."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], port: int | None = None,
+                 extra_args: list[str] | None = None, *, cwd: str | os.PathLike[str] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.host = "127.0.0.1"
+        self.extra_args = list(extra_args or [])
+        self.cwd = cwd
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_fh: Any = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "broker", "--host", self.host, "--port", str(self.port),
+                "--data-dir", str(self.data_dir), "--metrics-port", "0",
+                "--set", "group.initial.rebalance.delay.ms=0", *self.extra_args]
+
+    def start(self, timeout: float = 30.0, *, wait: bool = True) -> BrokerProcess:
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        for key in [k for k in env if k.startswith("KBROKER_")]:
+            env.pop(key)
+        self.proc = subprocess.Popen(self.command(), cwd=self.cwd, stdout=self._log_fh,
+                                     stderr=subprocess.STDOUT, env=env)
+        if wait:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode} during start:\n{self.log_tail()}")
+            try:
+                if _api_versions_ok(self.host, self.port):
+                    return
+            except (OSError, ConnectionError, ValueError) as exc:
+                last = exc
+            time.sleep(0.05)
+        raise RuntimeError(f"broker not serving on {self.bootstrap_servers} after {timeout}s ({last}):\n"
+                           f"{self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM and wait; returns the exit code (None if it was not running)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"broker ignored SIGTERM for {timeout}s:\n{self.log_tail()}") from None
+        self._close_log()
+        return self.proc.returncode
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log_fh is not None:
+            self._log_fh.close()
+            self._log_fh = None
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.alive():
+            self.stop()
+
+
+class KBrokerCluster:
+    """etcd and ``size`` brokers (node ids 1..size) as real processes on 127.0.0.1.
+
+    ``settings`` are passed to every broker as ``--set key=value``; by default the
+    offsets topic is replicated to ``min(3, size)`` brokers.
+    """
+
+    def __init__(self, size: int, directory: str | os.PathLike[str], *, settings: dict[str, Any] | None = None,
+                 cluster_id: str = "kbroker", etcd: EtcdServer | None = None) -> None:
+        self.size = size
+        self.directory = Path(directory)
+        self.cluster_id = cluster_id
+        self.settings = {"offsets.topic.replication.factor": min(3, size), **(settings or {})}
+        self._own_etcd = etcd is None
+        self.etcd = etcd or EtcdServer(self.directory / "etcd")
+        self.brokers: dict[int, BrokerProcess] = {}
+        for node in range(1, size + 1):
+            args = ["--node-id", str(node), "--cluster", self.etcd.url, "--set", f"cluster.id={cluster_id}"]
+            for key, value in self.settings.items():
+                args += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+            self.brokers[node] = BrokerProcess(self.directory / f"data-{node}", extra_args=args)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.bootstrap_servers for b in self.brokers.values() if b.alive()) or \
+            ",".join(b.bootstrap_servers for b in self.brokers.values())
+
+    def start(self, timeout: float = 60.0) -> KBrokerCluster:
+        if self._own_etcd and self.etcd.proc is None:
+            self.etcd.start()
+        for b in self.brokers.values():
+            b.start(wait=False)
+        for b in self.brokers.values():
+            b.wait_ready(timeout)
+        return self
+
+    def kill(self, node: int) -> None:
+        """SIGKILL broker ``node`` (no shutdown: its registration expires after the session timeout)."""
+        self.brokers[node].kill9()
+
+    def stop_broker(self, node: int) -> int | None:
+        """SIGTERM broker ``node`` (a controlled shutdown)."""
+        return self.brokers[node].stop()
+
+    def restart(self, node: int, timeout: float = 60.0) -> None:
+        b = self.brokers[node]
+        if b.alive():
+            b.stop()
+        b.start(timeout)
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            if b.alive():
+                try:
+                    b.stop()
+                except AssertionError:
+                    pass
+        if self._own_etcd:
+            self.etcd.stop()
+
+    def __enter__(self) -> KBrokerCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -28,7 +28,27 @@ class BrokerConfig:
     metrics_port: int | None = None
     metrics_host: str | None = None
     node_id: int = 1
-    rack: str | None = None
+    broker_rack: str | None = None
+
+    # cluster: without `cluster` the broker keeps its metadata in the data directory (one node)
+    cluster: str | None = None
+    cluster_id: str = "kbroker"
+    broker_session_timeout_ms: int = 3000
+    default_replication_factor: int = 1
+    min_insync_replicas: int = 1
+    #: None: 3 in a cluster (as Kafka), 1 for a single broker
+    offsets_topic_replication_factor: int | None = None
+    replica_lag_time_max_ms: int = 30_000
+    unclean_leader_election_enable: bool = False
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30_000
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
 
     # connection limits
     max_frame_bytes: int = 100 * 1024 * 1024
@@ -39,7 +59,6 @@ class BrokerConfig:
     # topics and logs
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
-    default_replication_factor: int = 1
     delete_topic_enable: bool = True
     message_max_bytes: int = 1_048_588
     fetch_max_bytes: int = 55 * 1024 * 1024
@@ -82,6 +101,12 @@ class BrokerConfig:
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir)
+
+    @property
+    def offsets_replication_factor(self) -> int:
+        if self.offsets_topic_replication_factor is not None:
+            return self.offsets_topic_replication_factor
+        return 3 if self.cluster else 1
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
@@ -149,7 +174,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", help="log directory (default ./data)")
     parser.add_argument("--metrics-port", type=int, help="Prometheus /metrics port (default 9464; 0 disables)")
     parser.add_argument("--advertised-listener", help="host:port clients should connect to")
-    parser.add_argument("--node-id", type=int)
+    parser.add_argument("--node-id", type=int, help="this broker's id, unique in the cluster (default 1)")
+    parser.add_argument("--cluster", metavar="etcd://HOST:PORT[,HOST:PORT...]",
+                        help="join the cluster whose metadata is in this etcd (KBROKER_CLUSTER); "
+                             "without it the broker runs alone with its metadata in the data directory")
     parser.add_argument("--log-level", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any other setting, e.g. --set group.initial.rebalance.delay.ms=0")
@@ -172,6 +200,7 @@ def load(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         "metrics_port": args.metrics_port,
         "advertised_listener": args.advertised_listener,
         "node_id": args.node_id,
+        "cluster": args.cluster,
         "log_level": args.log_level,
     }
     config = from_mapping({k: v for k, v in flags.items() if v is not None}, config)

@@ -3,8 +3,17 @@
 ``PartitionLog`` owns the directory ``<data_dir>/<topic>-<partition>``:
 
 * ``<base:020d>.log/.index/.timeindex`` — the segments (see ``segment``);
-* ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point}``;
+* ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point, high_watermark}``;
+* ``leader-epoch-checkpoint`` — the leader-epoch cache (see ``epoch_cache``);
 * ``<offset:020d>.snapshot`` — producer-id state (see ``producer_state``).
+
+Replication: the *high watermark* (HW) is the offset below which every in-sync
+replica has the data; consumers read only below it.  The partition's leader
+moves it (``broker.partition``); a follower sets it from the leader's.  A leader
+appends client batches with :meth:`PartitionLog.append` (stamping its leader
+epoch); a follower copies the leader's batches verbatim with
+:meth:`PartitionLog.append_as_follower` and cuts a diverged tail with
+:meth:`PartitionLog.truncate_to`.
 
 It is synchronous and single-threaded: the asyncio edge calls it from the
 event loop and may run ``FlushTicket.run()`` (the fsyncs) in a thread.
@@ -37,6 +46,7 @@ from dataclasses import dataclass, field
 
 from broker.log._fs import atomic_write
 from broker.log.config import LogConfig
+from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.errors import (
     CorruptMessageError,
     InvalidRecordError,
@@ -56,6 +66,7 @@ from protocol.records import (
     decode_batch,
     parse_batch_header,
     stamp_base_offset,
+    stamp_leader_epoch,
     stamp_log_append_time,
 )
 
@@ -168,7 +179,9 @@ class PartitionLog:
         self._retired: list[tuple[int, Segment]] = []  # deleted, files kept open for in-flight slices
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
-        self._checkpointed: tuple[int, int] | None = None
+        self._checkpointed: tuple[int, int, int] | None = None
+        self._hw = 0
+        self.epoch_cache = LeaderEpochCache(directory)
         self.recovery_report = self._open()
 
     @property
@@ -178,7 +191,7 @@ class PartitionLog:
     # ================================================================== open
     def _open(self) -> RecoveryReport:
         report = RecoveryReport(self.name)
-        log_start, recovery_point = self._read_checkpoint()
+        log_start, recovery_point, hw = self._read_checkpoint()
         bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
                        if n.endswith(".log") and n[:-4].isdigit())
         # Leftovers of an interrupted write of a metadata file.
@@ -211,6 +224,11 @@ class PartitionLog:
         if self._log_start > leo:
             self._log_start = leo
         self._recovery_point = min(recovery_point, leo)
+        self._hw = leo if hw < 0 else max(self._log_start, min(hw, leo))
+        if not self.epoch_cache.exists_on_disk and leo > self._log_start:
+            # A log written before leader epochs were tracked: all of it is epoch 0.
+            self.epoch_cache.assign(0, self._log_start)
+        self.epoch_cache.truncate_from_end(leo)
         self._rebuild_producer_state(report)
         self._write_checkpoint()
         if report.repaired:
@@ -219,23 +237,24 @@ class PartitionLog:
             logger.debug("opened log %s: log_start=%d leo=%d", self.name, self._log_start, leo)
         return report
 
-    def _read_checkpoint(self) -> tuple[int, int]:
+    def _read_checkpoint(self) -> tuple[int, int, int]:
+        """(log start, recovery point, high watermark); HW -1 when the checkpoint predates it."""
         path = os.path.join(self.directory, CHECKPOINT_FILE)
         try:
             with open(path, "rb") as f:
                 doc = json.load(f)
-            return int(doc["log_start_offset"]), int(doc["recovery_point"])
+            return int(doc["log_start_offset"]), int(doc["recovery_point"]), int(doc.get("high_watermark", -1))
         except FileNotFoundError:
-            return 0, 0
+            return 0, 0, 0
         except (OSError, ValueError, KeyError, TypeError):
             logger.warning("%s: unreadable %s, verifying the whole log", self.directory, CHECKPOINT_FILE)
-            return 0, 0
+            return 0, 0, 0
 
     def _write_checkpoint(self) -> None:
-        state = (self._log_start, self._recovery_point)
+        state = (self._log_start, self._recovery_point, self._hw)
         if state == self._checkpointed:
             return
-        doc = {"version": 1, "log_start_offset": state[0], "recovery_point": state[1]}
+        doc = {"version": 2, "log_start_offset": state[0], "recovery_point": state[1], "high_watermark": state[2]}
         atomic_write(os.path.join(self.directory, CHECKPOINT_FILE), json.dumps(doc).encode())
         self._checkpointed = state
 
@@ -258,7 +277,12 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        return self._segments[-1].next_offset  # single replica: HW == LEO
+        return self._hw
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        """Set by the partition's replication state; kept within [log start, log end]."""
+        self._hw = max(self._log_start, min(offset, self.log_end_offset))
 
     @property
     def log_start_offset(self) -> int:
@@ -334,15 +358,13 @@ class PartitionLog:
                 return AppendResult(dup.base_offset, dup.last_offset,
                                     now if config.log_append_time else -1, self._log_start, True)
 
-        seg = self._segments[-1]
-        base = seg.next_offset
+        base = self._segments[-1].next_offset
         last = base + h.last_offset_delta
-        if seg.size and (seg.size + size > config.segment_bytes
-                         or now - (seg.roll_base_ms if seg.roll_base_ms is not None else now)
-                         >= config.segment_ms
-                         or last - seg.base_offset > _INT32_MAX):
-            seg = self.roll()
+        seg = self._maybe_roll(size, last, now)
         stamp_base_offset(buf, 0, base)
+        epoch = self.epoch_cache.latest_epoch
+        if epoch >= 0:
+            stamp_leader_epoch(buf, 0, epoch)
         if config.log_append_time:
             stamp_log_append_time(buf, 0, now)
         seg.append(buf, base, last + 1, max_ts, now)
@@ -352,6 +374,115 @@ class PartitionLog:
         if self._unflushed_messages >= config.flush_messages:
             self.flush()
         return AppendResult(base, last, now if config.log_append_time else -1, self._log_start)
+
+    def _maybe_roll(self, size: int, last_offset: int, now: int) -> Segment:
+        seg = self._segments[-1]
+        if seg.size and (seg.size + size > self.config.segment_bytes
+                         or now - (seg.roll_base_ms if seg.roll_base_ms is not None else now)
+                         >= self.config.segment_ms
+                         or last_offset - seg.base_offset > _INT32_MAX):
+            seg = self.roll()
+        return seg
+
+    # ====================================================== replication
+    def assign_leader_epoch(self, epoch: int) -> None:
+        """This replica leads from now on in ``epoch``: batches appended from here on carry it."""
+        self.epoch_cache.assign(epoch, self.log_end_offset)
+
+    def append_as_follower(self, data: bytes | bytearray | memoryview) -> int:
+        """Append the leader's batches verbatim (offsets and leader epochs kept); returns how many.
+
+        Batches wholly below the log end are skipped (already here); a trailing
+        partial batch is ignored (the next fetch gets it whole).  Raises
+        ``CorruptMessageError`` for a batch that fails its CRC or overlaps the log end,
+        leaving everything before it appended.
+        """
+        view = memoryview(data)
+        pos, end, n = 0, len(view), 0
+        now = self.clock()
+        while pos + BATCH_HEADER_SIZE <= end:
+            try:
+                h = parse_batch_header(view, pos)
+            except CorruptRecordError as e:
+                raise CorruptMessageError(f"{self.name}: bad batch from the leader: {e}") from None
+            size = h.size
+            if pos + size > end:
+                break
+            last = h.base_offset + h.last_offset_delta
+            leo = self.log_end_offset
+            if last < leo:
+                pos += size
+                continue
+            if h.base_offset < leo:
+                raise CorruptMessageError(f"{self.name}: leader batch {h.base_offset}..{last} overlaps the log "
+                                          f"end {leo}")
+            if h.magic != 2 or not crc_ok(view, pos, h):
+                raise CorruptMessageError(f"{self.name}: leader batch at offset {h.base_offset} fails its CRC")
+            if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
+                self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+            seg = self._maybe_roll(size, last, now)
+            seg.append(view[pos:pos + size], h.base_offset, last + 1, h.max_timestamp, now)
+            if h.producer_id >= 0 and not h.is_control:
+                self.producer_state.update(h, h.base_offset, h.max_timestamp, now)
+            self._unflushed_messages += h.records_count
+            n += 1
+            pos += size
+        if n and self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return n
+
+    def truncate_to(self, offset: int) -> None:
+        """Cut the log back to ``offset`` (a follower dropping a tail its leader does not have)."""
+        if offset >= self.log_end_offset:
+            return
+        offset = max(offset, self._log_start)
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            seg = self._segments.pop()
+            self._bases.pop()
+            seg.delete()
+            self._retired.append((self.clock(), seg))
+        seg = self._segments[-1]
+        position = seg.size
+        for pos, hdr in seg.iter_headers(0):
+            if hdr.base_offset + hdr.last_offset_delta >= offset:
+                position = pos
+                break
+        seg.truncate_to(position)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self.producer_state.truncate_above(self.log_end_offset)
+        for snap in self.producer_state.snapshot_offsets():
+            if snap > self.log_end_offset:
+                self.producer_state._remove(snap)
+        self._recovery_point = min(self._recovery_point, self.log_end_offset)
+        self._hw = min(self._hw, self.log_end_offset)
+        self._write_checkpoint()
+        logger.info("%s: truncated to offset %d", self.name, self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Throw the whole log away and start empty at ``offset`` (below the leader's log start)."""
+        for seg in self._segments:
+            seg.delete()
+            self._retired.append((self.clock(), seg))
+        seg = Segment(self.directory, offset, index_interval_bytes=self.config.index_interval_bytes)
+        self._segments = [seg]
+        self._bases = [offset]
+        self._log_start = self._recovery_point = self._hw = offset
+        self.epoch_cache.clear()
+        self.producer_state.producers = {}
+        self.producer_state.changed = True
+        for snap in self.producer_state.snapshot_offsets():
+            self.producer_state._remove(snap)
+        self._write_checkpoint()
+        logger.info("%s: emptied, starting at offset %d", self.name, offset)
+
+    def follow_log_start_offset(self, offset: int) -> None:
+        """A follower moves its log start up to the leader's (never past its own high watermark)."""
+        target = min(offset, self._hw)
+        if target > self._log_start:
+            self._log_start = target
+            self.epoch_cache.truncate_from_start(target)
+            self._write_checkpoint()
+            self._delete_below_log_start()
 
     def roll(self) -> Segment:
         """Seal the active segment and start a new one at the log end offset."""
@@ -378,13 +509,13 @@ class PartitionLog:
         """Whole batches starting with the one containing ``fetch_offset``, within ``max_bytes``.
 
         Reads from one segment (the next fetch continues in the next one), never
-        past ``max_offset`` (default: the high watermark).  The first batch is
+        past ``max_offset`` (default: the high watermark; followers read up to the log end).  The first batch is
         returned whole even when larger than ``max_bytes`` if ``min_one_message``.
         Raises ``OffsetOutOfRangeError`` if ``fetch_offset`` is outside [log start, LEO].
         """
         self._check_offset(fetch_offset)
         hw = self.high_watermark
-        limit_offset = hw if max_offset is None else min(max_offset, hw)
+        limit_offset = hw if max_offset is None else min(max_offset, self.log_end_offset)
         try:
             slices = self._read_slices(fetch_offset, max_bytes, min_one_message, limit_offset)
         except TornBatch as t:

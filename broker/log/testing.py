@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 from broker.log import LogConfig, PartitionLog
+from broker.log.partition_log import AppendResult, RecoveryReport
 from protocol.records import encode_batch
 
 
@@ -26,6 +27,21 @@ def make_batch(n: int = 1, ts: int = 1_700_000_000_000, value: bytes = b"value",
     return encode_batch([(key, value + b"-%d" % i, None, ts + i) for i in range(n)], **kw)  # type: ignore[arg-type]
 
 
+class SoleReplicaLog(PartitionLog):
+    """A log that is its partition's only in-sync replica: the high watermark follows the log end,
+    as the broker's replication layer moves it for a leader whose ISR is itself."""
+
+    def _open(self) -> RecoveryReport:
+        report = super()._open()
+        self.high_watermark = self.log_end_offset
+        return report
+
+    def append(self, batch: bytes | bytearray | memoryview) -> AppendResult:
+        result = super().append(batch)
+        self.high_watermark = self.log_end_offset
+        return result
+
+
 def open_log(path: str | os.PathLike[str], clock: FakeClock, **configs: str) -> PartitionLog:
     overrides = {k.replace("_", "."): v for k, v in configs.items()}
-    return PartitionLog(os.path.join(path, "t-0"), "t", 0, LogConfig.from_dict(overrides), clock)
+    return SoleReplicaLog(os.path.join(path, "t-0"), "t", 0, LogConfig.from_dict(overrides), clock)

@@ -1,15 +1,19 @@
-"""The data directory: topics, their partition logs, periodic maintenance, the directory lock.
+"""The data directory: the partition logs this broker hosts, their maintenance, the directory lock.
 
 ``LogManager`` owns ``data_dir``::
 
     data_dir/
       .lock                      fcntl.flock'ed while a broker has the directory open
-      __topics/<topic>.json      topic metadata: name, topic_id (UUID), partitions, config overrides
-      <topic>-<partition>/       one PartitionLog each (see partition_log)
+      <topic>-<partition>/       one PartitionLog each (see partition_log), with
+        partition.metadata       {"version": 0, "topic_id": "..."}: which topic the log belongs to
+      __metadata/                the single broker's metadata store (see broker.cluster.local_kv)
+      __topics/<topic>.json      written by earlier versions; read once to migrate (legacy_topics)
 
-A topic exists iff its JSON file exists: creation writes the partition
-directories first and the JSON last; deletion removes the JSON first.  Partition
-directories without a topic (left by a crash in between) are removed on open.
+Which topics exist, their partitions and configs, is cluster metadata (the
+metadata store), not the data directory's: the replica manager asks for the
+logs of the partitions assigned to this broker (:meth:`LogManager.ensure_log`)
+and removes the others.  A partition directory whose topic id differs from the
+current topic of that name is a leftover of a deleted topic.
 """
 
 from __future__ import annotations
@@ -27,11 +31,9 @@ from dataclasses import dataclass, field
 from broker.log._fs import atomic_write, fsync_dir
 from broker.log.config import TOPIC_CONFIG_DEFAULTS, LogConfig, validate_topic_configs
 from broker.log.errors import (
-    InvalidPartitionsError,
     InvalidTopicError,
     KafkaStorageError,
     LogDirLockedError,
-    TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
 from broker.log.partition_log import Clock, PartitionLog, RecoveryReport, wall_clock_ms
@@ -40,9 +42,12 @@ logger = logging.getLogger("kbroker.log")
 
 TOPICS_DIR = "__topics"
 LOCK_FILE = ".lock"
+PARTITION_METADATA = "partition.metadata"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+
+TopicPartition = tuple[str, int]
 
 
 def validate_topic_name(name: str) -> None:
@@ -57,15 +62,12 @@ def validate_topic_name(name: str) -> None:
 
 @dataclass(slots=True)
 class TopicInfo:
+    """A topic as earlier versions recorded it in ``__topics/<name>.json`` (read for migration)."""
+
     name: str
     topic_id: uuid.UUID
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)  # overrides only
-
-    def to_json(self) -> bytes:
-        return json.dumps({"version": 1, "name": self.name, "topic_id": str(self.topic_id),
-                           "partitions": self.partitions, "configs": self.configs},
-                          indent=1, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> TopicInfo:
@@ -75,7 +77,7 @@ class TopicInfo:
 
 
 class LogManager:
-    """All partition logs under one data directory.  Single-threaded like ``PartitionLog``."""
+    """The partition logs under one data directory.  Single-threaded like ``PartitionLog``."""
 
     def __init__(self, data_dir: str | os.PathLike[str], clock: Clock | None = None,
                  default_configs: Mapping[str, str] | None = None) -> None:
@@ -83,12 +85,13 @@ class LogManager:
         self.clock: Clock = clock or wall_clock_ms
         #: Broker-level defaults (``log.*`` equivalents) layered over TOPIC_CONFIG_DEFAULTS.
         self.default_configs = validate_topic_configs(default_configs or {})
-        os.makedirs(os.path.join(self.data_dir, TOPICS_DIR), exist_ok=True)
+        os.makedirs(self.data_dir, exist_ok=True)
         self._lock_fd = self._lock()
-        self._topics: dict[str, TopicInfo] = {}
-        self._by_id: dict[uuid.UUID, str] = {}
-        self._logs: dict[tuple[str, int], PartitionLog] = {}
-        self.recovery_reports: dict[tuple[str, int], RecoveryReport] = {}
+        self._legacy: dict[str, TopicInfo] = {}
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._topic_ids: dict[TopicPartition, uuid.UUID] = {}
+        self._configs: dict[str, dict[str, str]] = {}
+        self.recovery_reports: dict[TopicPartition, RecoveryReport] = {}
         try:
             self._load()
         except BaseException:
@@ -109,168 +112,155 @@ class LogManager:
 
     def _load(self) -> None:
         tdir = os.path.join(self.data_dir, TOPICS_DIR)
-        for fname in sorted(os.listdir(tdir)):
-            path = os.path.join(tdir, fname)
-            if fname.endswith(".tmp"):
-                os.unlink(path)
-                continue
-            if not fname.endswith(".json"):
-                continue
-            try:
-                with open(path, "rb") as f:
-                    info = TopicInfo.from_json(f.read())
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                raise KafkaStorageError(f"unreadable topic metadata {path}: {e}") from e
-            self._topics[info.name] = info
-            self._by_id[info.topic_id] = info.name
-        for name in os.listdir(self.data_dir):
+        if os.path.isdir(tdir):
+            for fname in sorted(os.listdir(tdir)):
+                if not fname.endswith(".json"):
+                    continue
+                path = os.path.join(tdir, fname)
+                try:
+                    with open(path, "rb") as f:
+                        info = TopicInfo.from_json(f.read())
+                except (OSError, ValueError, KeyError, TypeError) as e:
+                    raise KafkaStorageError(f"unreadable topic metadata {path}: {e}") from e
+                self._legacy[info.name] = info
+        for name in sorted(os.listdir(self.data_dir)):
             m = _PARTITION_DIR.match(name)
             path = os.path.join(self.data_dir, name)
-            if name.endswith(".delete") and os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
+            if (name.endswith(".delete") or name.endswith("-stray")) and os.path.isdir(path):
+                if name.endswith(".delete"):
+                    shutil.rmtree(path, ignore_errors=True)
                 continue
             if not m or not os.path.isdir(path):
                 continue
-            info = self._topics.get(m.group(1))
-            if info is None or int(m.group(2)) >= info.partitions:
-                logger.warning("removing orphan partition directory %s (no such topic partition)", path)
+            topic, partition = m.group(1), int(m.group(2))
+            topic_id = self._read_partition_metadata(path)
+            legacy = self._legacy.get(topic)
+            if topic_id is None and legacy is not None and partition < legacy.partitions:
+                topic_id = legacy.topic_id
+                self._write_partition_metadata(path, topic_id)
+            if topic_id is None:
+                logger.warning("removing partition directory %s: it belongs to no known topic", path)
                 shutil.rmtree(path, ignore_errors=True)
-        for info in self._topics.values():
-            for p in range(info.partitions):
-                self._open_log(info, p)
+                continue
+            configs = legacy.configs if legacy is not None else {}
+            self._open_log(topic, partition, topic_id, configs)
 
-    def _log_config(self, info: TopicInfo) -> LogConfig:
-        return LogConfig.from_dict(info.configs, self._defaults())
+    @staticmethod
+    def _read_partition_metadata(path: str) -> uuid.UUID | None:
+        try:
+            with open(os.path.join(path, PARTITION_METADATA), "rb") as f:
+                return uuid.UUID(json.load(f)["topic_id"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            logger.warning("%s: unreadable %s", path, PARTITION_METADATA)
+            return None
+
+    @staticmethod
+    def _write_partition_metadata(path: str, topic_id: uuid.UUID) -> None:
+        atomic_write(os.path.join(path, PARTITION_METADATA),
+                     json.dumps({"version": 0, "topic_id": str(topic_id)}).encode())
 
     def _defaults(self) -> dict[str, str]:
         return {**TOPIC_CONFIG_DEFAULTS, **self.default_configs}
 
-    def _open_log(self, info: TopicInfo, partition: int) -> PartitionLog:
-        log = PartitionLog(self.partition_dir(info.name, partition), info.name, partition,
-                           self._log_config(info), self.clock)
-        self._logs[(info.name, partition)] = log
-        self.recovery_reports[(info.name, partition)] = log.recovery_report
+    def log_config(self, overrides: Mapping[str, str]) -> LogConfig:
+        return LogConfig.from_dict(dict(overrides), self._defaults())
+
+    def _open_log(self, topic: str, partition: int, topic_id: uuid.UUID, configs: Mapping[str, str]) -> PartitionLog:
+        log = PartitionLog(self.partition_dir(topic, partition), topic, partition, self.log_config(configs),
+                           self.clock)
+        self._logs[(topic, partition)] = log
+        self._topic_ids[(topic, partition)] = topic_id
+        self.recovery_reports[(topic, partition)] = log.recovery_report
         return log
 
     def partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.data_dir, f"{topic}-{partition}")
 
-    def _write_meta(self, info: TopicInfo) -> None:
-        atomic_write(os.path.join(self.data_dir, TOPICS_DIR, f"{info.name}.json"), info.to_json())
+    # -------------------------------------------------------- hosted logs
+    def legacy_topics(self) -> list[TopicInfo]:
+        """Topics recorded in ``__topics/`` by earlier versions (to import into the metadata store)."""
+        return sorted(self._legacy.values(), key=lambda t: t.name)
 
-    # ---------------------------------------------------------------- topics
-    def validate_new_topic(self, name: str, partitions: int, configs: Mapping[str, str | None] | None = None
-                           ) -> dict[str, str]:
-        """All CreateTopics checks without side effects; returns the normalised overrides."""
-        validate_topic_name(name)
-        if name in self._topics:
-            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-        if partitions < 1:
-            raise InvalidPartitionsError(f"number of partitions must be at least 1, got {partitions}")
-        overrides = validate_topic_configs(configs or {})
-        LogConfig.from_dict(overrides, self._defaults())
-        return overrides
+    def retire_legacy_topics(self) -> None:
+        """The legacy topic files were imported: keep them aside, out of the way of the next start."""
+        tdir = os.path.join(self.data_dir, TOPICS_DIR)
+        if os.path.isdir(tdir):
+            os.replace(tdir, tdir + ".migrated")
+            fsync_dir(self.data_dir)
+        self._legacy = {}
 
-    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str | None] | None = None,
-                     topic_id: uuid.UUID | None = None) -> uuid.UUID:
-        """Create the topic's partition logs and metadata; return its topic id."""
-        overrides = self.validate_new_topic(name, partitions, configs)
-        info = TopicInfo(name, topic_id or uuid.uuid4(), partitions, overrides)
-        for p in range(partitions):
-            path = self.partition_dir(name, p)
-            if os.path.exists(path):
-                shutil.rmtree(path)
-            self._open_log(info, p)
+    def ensure_log(self, topic: str, partition: int, topic_id: uuid.UUID,
+                   configs: Mapping[str, str] | None = None) -> PartitionLog:
+        """The log of a partition this broker hosts, created if needed.
+
+        A log left by an earlier topic of the same name (another topic id) is deleted first.
+        """
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is not None:
+            if self._topic_ids.get(key) == topic_id:
+                if configs is not None:
+                    self.set_topic_configs(topic, configs)
+                return log
+            logger.info("%s-%d belongs to an earlier topic %s: deleting it", topic, partition,
+                        self._topic_ids.get(key))
+            self.delete_log(topic, partition)
+        if configs is not None:
+            self._configs[topic] = dict(configs)
+        path = self.partition_dir(topic, partition)
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        os.makedirs(path)
+        self._write_partition_metadata(path, topic_id)
         fsync_dir(self.data_dir)
-        self._write_meta(info)
-        self._topics[name] = info
-        self._by_id[info.topic_id] = name
-        logger.info("created topic %s (%s) with %d partitions", name, info.topic_id, partitions)
-        return info.topic_id
+        return self._open_log(topic, partition, topic_id, self._configs.get(topic, {}))
 
-    def delete_topic(self, name: str) -> None:
-        info = self._require(name)
-        os.unlink(os.path.join(self.data_dir, TOPICS_DIR, f"{name}.json"))
-        fsync_dir(os.path.join(self.data_dir, TOPICS_DIR))
-        del self._topics[name]
-        self._by_id.pop(info.topic_id, None)
-        for p in range(info.partitions):
-            log = self._logs.pop((name, p), None)
-            self.recovery_reports.pop((name, p), None)
-            if log is not None:
-                log.delete()
-            path = self.partition_dir(name, p)
-            if os.path.exists(path):
-                doomed = f"{path}.{info.topic_id.hex}.delete"
-                os.rename(path, doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
-        logger.info("deleted topic %s (%s)", name, info.topic_id)
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Remove a hosted log and its files (topic deleted, or the replica moved away)."""
+        key = (topic, partition)
+        log = self._logs.pop(key, None)
+        topic_id = self._topic_ids.pop(key, None)
+        self.recovery_reports.pop(key, None)
+        if log is not None:
+            log.delete()
+        path = self.partition_dir(topic, partition)
+        if os.path.exists(path):
+            doomed = f"{path}.{(topic_id or uuid.uuid4()).hex}.delete"
+            os.rename(path, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        if not any(t == topic for t, _ in self._logs):
+            self._configs.pop(topic, None)
 
-    def add_partitions(self, name: str, total: int) -> None:
-        """CreatePartitions: grow the topic to ``total`` partitions."""
-        info = self._require(name)
-        if total <= info.partitions:
-            raise InvalidPartitionsError(
-                f"topic {name!r} has {info.partitions} partitions; new count {total} must be larger")
-        for p in range(info.partitions, total):
-            path = self.partition_dir(name, p)
-            if os.path.exists(path):
-                shutil.rmtree(path)
-            self._open_log(info, p)
-        info.partitions = total
-        self._write_meta(info)
+    def set_aside(self, topic: str, partition: int) -> None:
+        """Keep a log the metadata does not know (a *stray*) out of the way without deleting its data."""
+        key = (topic, partition)
+        log = self._logs.pop(key, None)
+        topic_id = self._topic_ids.pop(key, None)
+        self.recovery_reports.pop(key, None)
+        if log is None:
+            return
+        log.close()
+        path = self.partition_dir(topic, partition)
+        target = f"{path}.{(topic_id or uuid.uuid4()).hex}-stray"
+        os.rename(path, target)
+        logger.warning("%s-%d is not assigned to this broker in the cluster metadata: moved to %s",
+                       topic, partition, target)
 
-    def alter_topic_configs(self, name: str, configs: Mapping[str, str | None], *,
-                            incremental: bool = True) -> None:
-        """Set (``None`` = delete) overrides; ``incremental=False`` replaces them all (AlterConfigs)."""
-        info = self._require(name)
-        merged = dict(info.configs) if incremental else {}
-        for k, v in configs.items():
-            if v is None:
-                merged.pop(k, None)
-            else:
-                merged[k] = v
-        overrides = validate_topic_configs(merged)
-        config = LogConfig.from_dict(overrides, self._defaults())
-        info.configs = overrides
-        self._write_meta(info)
-        for p in range(info.partitions):
-            self._logs[(name, p)].config = config
+    def set_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Apply a topic's config overrides to its hosted logs."""
+        configs = dict(configs)
+        if self._configs.get(topic) == configs:
+            return
+        self._configs[topic] = configs
+        config = self.log_config(configs)
+        for (t, _), log in self._logs.items():
+            if t == topic:
+                log.config = config
 
-    def topic_configs(self, name: str) -> dict[str, tuple[str, bool]]:
-        """Effective configs: name -> (value, is_default) for DescribeConfigs."""
-        info = self._require(name)
-        defaults = self._defaults()
-        return {k: (info.configs.get(k, v), k not in info.configs) for k, v in sorted(defaults.items())}
-
-    def _require(self, name: str) -> TopicInfo:
-        info = self._topics.get(name)
-        if info is None:
-            raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
-        return info
-
-    def get_topic(self, name: str) -> TopicInfo | None:
-        return self._topics.get(name)
-
-    def list_topics(self) -> list[TopicInfo]:
-        return sorted(self._topics.values(), key=lambda t: t.name)
-
-    def topic_id(self, name: str) -> uuid.UUID | None:
-        info = self._topics.get(name)
-        return info.topic_id if info else None
-
-    def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        return self._by_id.get(topic_id)
-
-    # Aliases used by the request handlers.
-    def topic(self, name: str) -> TopicInfo | None:
-        return self._topics.get(name)
-
-    def topic_names(self) -> list[str]:
-        return sorted(self._topics)
-
-    def topic_name_for_id(self, topic_id: uuid.UUID) -> str | None:
-        return self._by_id.get(topic_id)
+    def topic_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
+        return self._topic_ids.get((topic, partition))
 
     def validate_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:
         """Validate topic config overrides (INVALID_CONFIG on error); return them normalised."""
@@ -278,11 +268,19 @@ class LogManager:
         LogConfig.from_dict(overrides, self._defaults())
         return overrides
 
+    def effective_configs(self, overrides: Mapping[str, str]) -> dict[str, tuple[str, bool]]:
+        """Effective configs: name -> (value, is_default) for DescribeConfigs."""
+        defaults = self._defaults()
+        return {k: (overrides.get(k, v), k not in overrides) for k, v in sorted(defaults.items())}
+
     def get_log(self, topic: str, partition: int) -> PartitionLog:
         log = self._logs.get((topic, partition))
         if log is None:
             raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
         return log
+
+    def hosted(self) -> dict[TopicPartition, PartitionLog]:
+        return dict(self._logs)
 
     def logs(self) -> list[PartitionLog]:
         return list(self._logs.values())

@@ -1,4 +1,4 @@
-"""LogManager: topics and their metadata, partitions, the lock file, maintenance; compaction."""
+"""LogManager: hosted partition logs and their topic ids, strays, legacy migration, the lock file, maintenance."""
 
 from __future__ import annotations
 
@@ -10,89 +10,93 @@ import pytest
 
 from broker.log import (
     InvalidConfigError,
-    InvalidPartitionsError,
     InvalidTopicError,
     LogDirLockedError,
     LogManager,
-    TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from broker.log.manager import validate_topic_name
 from broker.log.testing import FakeClock, make_batch
 from protocol.records import decode_record_set, encode_batch
 
 T0 = 1_700_000_000_000
 
 
-def test_create_list_reopen(tmp_path):
+def test_hosted_logs_reopen_with_their_topic_ids(tmp_path):
     clock = FakeClock(T0)
+    tid = uuid.uuid4()
     with LogManager(tmp_path, clock) as lm:
-        tid = lm.create_topic("orders", 3, {"retention.ms": "1000"})
-        assert isinstance(tid, uuid.UUID)
-        assert [t.name for t in lm.list_topics()] == ["orders"]
-        assert lm.topic_id("orders") == tid and lm.topic_name(tid) == "orders"
+        for p in range(3):
+            lm.ensure_log("orders", p, tid, {"retention.ms": "1000"})
         assert lm.get_log("orders", 2).config.retention_ms == 1000
         lm.get_log("orders", 1).append(make_batch(2))
+        assert lm.ensure_log("orders", 1, tid).log_end_offset == 2  # the same log again
         with pytest.raises(UnknownTopicOrPartitionError):
             lm.get_log("orders", 3)
-        with pytest.raises(TopicAlreadyExistsError) as ei:
-            lm.create_topic("orders", 1)
-        assert ei.value.error_code == 36
-    meta = json.loads((tmp_path / "__topics" / "orders.json").read_text())
-    assert meta["topic_id"] == str(tid) and meta["partitions"] == 3
-    assert meta["configs"] == {"retention.ms": "1000"}
+    meta = json.loads((tmp_path / "orders-0" / "partition.metadata").read_text())
+    assert meta["topic_id"] == str(tid)
     with LogManager(tmp_path, clock) as lm:
-        assert lm.topic_id("orders") == tid
+        assert sorted(lm.hosted()) == [("orders", 0), ("orders", 1), ("orders", 2)]
+        assert lm.topic_id_of("orders", 1) == tid
         assert lm.get_log("orders", 1).log_end_offset == 2
-        assert lm.topic_configs("orders")["retention.ms"] == ("1000", False)
-        assert lm.topic_configs("orders")["segment.bytes"] == ("1073741824", True)
+        lm.set_topic_configs("orders", {"max.message.bytes": "100"})
+        assert lm.get_log("orders", 0).config.max_message_bytes == 100
+        assert lm.effective_configs({"retention.ms": "1000"})["retention.ms"] == ("1000", False)
+        assert lm.effective_configs({})["segment.bytes"] == ("1073741824", True)
 
 
-def test_create_validation(tmp_path):
+def test_validation(tmp_path):
     with LogManager(tmp_path, FakeClock()) as lm:
         for bad in ("", ".", "..", "a/b", "x" * 250, "sp ace"):
             with pytest.raises(InvalidTopicError):
-                lm.create_topic(bad, 1)
-        with pytest.raises(InvalidPartitionsError):
-            lm.create_topic("t", 0)
+                validate_topic_name(bad)
         with pytest.raises(InvalidConfigError) as ei:
-            lm.create_topic("t", 1, {"retention.ms": "soon"})
+            lm.validate_configs({"retention.ms": "soon"})
         assert ei.value.error_name == "INVALID_CONFIG"
-        assert lm.list_topics() == []
-        assert not any(n.startswith("t-") for n in os.listdir(tmp_path))
 
 
-def test_add_partitions_and_alter_configs(tmp_path):
+def test_a_recreated_topic_replaces_the_old_log_and_orphans_go(tmp_path):
     with LogManager(tmp_path, FakeClock()) as lm:
-        lm.create_topic("t", 1)
-        with pytest.raises(InvalidPartitionsError):
-            lm.add_partitions("t", 1)
-        lm.add_partitions("t", 3)
-        lm.get_log("t", 2).append(make_batch(1))
-        lm.alter_topic_configs("t", {"max.message.bytes": "100"})
-        assert lm.get_log("t", 0).config.max_message_bytes == 100
-        lm.alter_topic_configs("t", {"max.message.bytes": None})
-        assert lm.get_log("t", 0).config.max_message_bytes == 1048588
-    with LogManager(tmp_path, FakeClock()) as lm:
-        assert lm.get_topic("t").partitions == 3
-        assert lm.get_log("t", 2).log_end_offset == 1
-
-
-def test_delete_topic_and_orphans(tmp_path):
-    with LogManager(tmp_path, FakeClock()) as lm:
-        tid = lm.create_topic("gone", 2)
-        lm.get_log("gone", 0).append(make_batch(1))
-        lm.delete_topic("gone")
-        assert lm.topic_id("gone") is None and lm.topic_name(tid) is None
-        assert not any(n.startswith("gone") for n in os.listdir(tmp_path))
-        with pytest.raises(UnknownTopicOrPartitionError):
-            lm.delete_topic("gone")
-        lm.create_topic("gone", 1)  # recreated: starts empty
-        assert lm.get_log("gone", 0).log_end_offset == 0
-    os.makedirs(tmp_path / "stale-0")  # orphan left by a crash mid-create/delete
+        old = uuid.uuid4()
+        lm.ensure_log("gone", 0, old).append(make_batch(1))
+        lm.ensure_log("gone", 1, old)
+        lm.delete_log("gone", 1)
+        assert not (tmp_path / "gone-1").exists()
+        fresh = lm.ensure_log("gone", 0, uuid.uuid4())  # same name, new topic: starts empty
+        assert fresh.log_end_offset == 0
+    os.makedirs(tmp_path / "stale-0")  # no partition.metadata: left by a crash mid-create
     (tmp_path / "stale-0" / "00000000000000000000.log").write_bytes(b"junk")
     with LogManager(tmp_path, FakeClock()) as lm:
         assert not (tmp_path / "stale-0").exists()
-        assert [t.name for t in lm.list_topics()] == ["gone"]
+        assert sorted(lm.hosted()) == [("gone", 0)]
+
+
+def test_strays_are_set_aside_not_deleted(tmp_path):
+    with LogManager(tmp_path, FakeClock()) as lm:
+        lm.ensure_log("s", 0, uuid.uuid4()).append(make_batch(1))
+        lm.set_aside("s", 0)
+        assert lm.hosted() == {}
+    strays = [n for n in os.listdir(tmp_path) if n.endswith("-stray")]
+    assert len(strays) == 1
+    with LogManager(tmp_path, FakeClock()) as lm:
+        assert lm.hosted() == {}
+        assert (tmp_path / strays[0]).exists()
+
+
+def test_legacy_topics_are_read_for_migration(tmp_path):
+    tid = uuid.uuid4()
+    (tmp_path / "__topics").mkdir()
+    (tmp_path / "__topics" / "old.json").write_text(json.dumps(
+        {"version": 1, "name": "old", "topic_id": str(tid), "partitions": 2, "configs": {"retention.ms": "5"}}))
+    (tmp_path / "old-0").mkdir()
+    (tmp_path / "old-1").mkdir()
+    with LogManager(tmp_path, FakeClock()) as lm:
+        [info] = lm.legacy_topics()
+        assert (info.name, info.topic_id, info.partitions, info.configs) == ("old", tid, 2, {"retention.ms": "5"})
+        assert lm.topic_id_of("old", 1) == tid and lm.get_log("old", 0).config.retention_ms == 5
+        lm.retire_legacy_topics()
+    with LogManager(tmp_path, FakeClock()) as lm:
+        assert lm.legacy_topics() == [] and lm.topic_id_of("old", 0) == tid
 
 
 def test_lock_file_prevents_second_broker(tmp_path):
@@ -107,8 +111,8 @@ def test_lock_file_prevents_second_broker(tmp_path):
 def test_maintenance_retention_and_flush(tmp_path):
     clock = FakeClock(T0)
     with LogManager(tmp_path, clock) as lm:
-        lm.create_topic("t", 1, {"retention.ms": "60000", "segment.bytes": "500", "flush.ms": "100"})
-        log = lm.get_log("t", 0)
+        log = lm.ensure_log("t", 0, uuid.uuid4(), {"retention.ms": "60000", "segment.bytes": "500",
+                                                     "flush.ms": "100"})
         for i in range(20):
             log.append(make_batch(1, ts=T0 + i, value=b"q" * 40))
         assert log.recovery_point == 0
@@ -123,8 +127,8 @@ def test_maintenance_retention_and_flush(tmp_path):
 def test_compaction_keeps_latest_value_per_key(tmp_path):
     clock = FakeClock(T0)
     with LogManager(tmp_path, clock) as lm:
-        lm.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact", "segment.bytes": "400"})
-        log = lm.get_log("__consumer_offsets", 0)
+        log = lm.ensure_log("__consumer_offsets", 0, uuid.uuid4(), {"cleanup.policy": "compact",
+                                                                     "segment.bytes": "400"})
         for i in range(30):
             key = b"group-%d" % (i % 3)
             log.append(encode_batch([(key, b"commit-%d" % i, None, T0 + i)]))
@@ -139,6 +143,7 @@ def test_compaction_keeps_latest_value_per_key(tmp_path):
                           b"group-2": (29, b"commit-29")}
         assert log.log_end_offset == 30
         # fetch from an offset inside a compacted-away gap lands on the next surviving batch
+        log.high_watermark = log.log_end_offset
         first = [r.offset for r in decode_record_set(log.read_bytes(0))]
         assert first and first[0] >= 0
         assert log.append(encode_batch([(b"group-0", b"x", None, T0)])).base_offset == 30

@@ -1,4 +1,4 @@
-"""kbroker's broker: a single-node Kafka-protocol broker and group coordinator on asyncio.
+"""kbroker's broker: a Kafka-protocol broker and group coordinator on asyncio, alone or in a cluster on etcd.
 
 Run it with ``python -m broker`` or embed it::
 

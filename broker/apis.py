@@ -16,8 +16,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from broker.log.errors import InvalidTopicError, LogError
+from broker.cluster.kv import KVError
+from broker.log.errors import InvalidTopicError
 from broker.log.manager import validate_topic_name
+from broker.topic_admin import INTERNAL_TOPICS, OFFSETS_TOPIC, TopicAdmin, TopicError
 from protocol.api import (
     APIS,
     ApiKey,
@@ -31,7 +33,14 @@ from protocol.errors import ProtocolError
 from protocol.primitives import Obj
 
 if TYPE_CHECKING:
-    from broker.core import BrokerCore
+    from broker.cluster.metadata import MetadataService
+    from broker.config import BrokerConfig
+    from broker.faults import FaultInjector
+    from broker.group_service import GroupService
+    from broker.log.manager import LogManager
+    from broker.metrics import BrokerMetrics
+    from broker.producer_ids import ProducerIdManager
+    from broker.replica_manager import ReplicaManager
     from broker.server import KafkaConnection
 
 log = logging.getLogger("kbroker.apis")
@@ -43,6 +52,9 @@ _CLIENT_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 NOT_SERVED = {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
 #: KAFKA-18659: librdkafka disables compression unless Produce advertises min version 0.
 ADVERTISED_MIN = {ApiKey.PRODUCE: 0}
+#: How long Metadata waits for auto-created topics, and FindCoordinator for the offsets topic, to get leaders.
+AUTO_CREATE_WAIT_S = 5.0
+COORDINATOR_WAIT_S = 5.0
 
 
 def valid_topic_name(name: Any) -> bool:
@@ -79,39 +91,55 @@ Handler = Callable[[RequestContext, Obj], "Obj | Awaitable[Obj] | None"]
 
 
 class KafkaApis:
-    def __init__(self, core: BrokerCore) -> None:
-        self.core = core
-        self.config = core.config
-        self.metrics = core.metrics
-        self.replica = core.replica_manager
-        self.groups = core.group_service
-        self.faults = core.faults
+    """Decodes requests, dispatches them, and translates between wire shapes and the broker's parts.
+
+    It is given exactly the collaborators it uses: the replica manager (produce, fetch, offsets),
+    the group service, topic administration, the metadata image (Metadata, FindCoordinator,
+    DescribeCluster), producer ids, and the log manager (config validation and description).
+    """
+
+    def __init__(self, *, config: BrokerConfig, metrics: BrokerMetrics, faults: FaultInjector,
+                 replica: ReplicaManager, groups: GroupService, topics: TopicAdmin, metadata: MetadataService,
+                 producer_ids: ProducerIdManager, logs: LogManager, listener: str = "PLAINTEXT") -> None:
+        self.config = config
+        self.metrics = metrics
+        self.faults = faults
+        self.replica = replica
+        self.groups = groups
+        self.topics = topics
+        self.metadata = metadata
+        self.image = metadata.image
+        self.producer_ids = producer_ids
+        self.logs = logs
+        self.listener = listener
         self.handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.api_versions,
-            ApiKey.METADATA: self.metadata,
-            ApiKey.PRODUCE: self.produce,
-            ApiKey.FETCH: self.fetch,
-            ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.METADATA: self.metadata_request,
+            ApiKey.PRODUCE: replica.handle_produce,
+            ApiKey.FETCH: replica.handle_fetch,
+            ApiKey.LIST_OFFSETS: replica.handle_list_offsets,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: replica.handle_offset_for_leader_epoch,
+            ApiKey.DELETE_RECORDS: replica.handle_delete_records,
             ApiKey.CREATE_TOPICS: self.create_topics,
             ApiKey.DELETE_TOPICS: self.delete_topics,
             ApiKey.CREATE_PARTITIONS: self.create_partitions,
-            ApiKey.DELETE_RECORDS: self.delete_records,
             ApiKey.DESCRIBE_CONFIGS: self.describe_configs,
             ApiKey.DESCRIBE_CLUSTER: self.describe_cluster,
+            ApiKey.ELECT_LEADERS: self.elect_leaders,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
             ApiKey.FIND_COORDINATOR: self.find_coordinator,
             ApiKey.SASL_HANDSHAKE: self.sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.sasl_authenticate,
-            ApiKey.JOIN_GROUP: self.groups.handle,
-            ApiKey.SYNC_GROUP: self.groups.handle,
-            ApiKey.HEARTBEAT: self.groups.handle,
-            ApiKey.LEAVE_GROUP: self.groups.handle,
-            ApiKey.OFFSET_COMMIT: self.groups.handle,
-            ApiKey.OFFSET_FETCH: self.groups.handle,
-            ApiKey.DESCRIBE_GROUPS: self.groups.handle,
-            ApiKey.LIST_GROUPS: self.groups.handle,
-            ApiKey.DELETE_GROUPS: self.groups.handle,
-            ApiKey.OFFSET_DELETE: self.groups.handle,
+            ApiKey.JOIN_GROUP: groups.handle,
+            ApiKey.SYNC_GROUP: groups.handle,
+            ApiKey.HEARTBEAT: groups.handle,
+            ApiKey.LEAVE_GROUP: groups.handle,
+            ApiKey.OFFSET_COMMIT: groups.handle,
+            ApiKey.OFFSET_FETCH: groups.handle,
+            ApiKey.DESCRIBE_GROUPS: groups.handle,
+            ApiKey.LIST_GROUPS: groups.handle,
+            ApiKey.DELETE_GROUPS: groups.handle,
+            ApiKey.OFFSET_DELETE: groups.handle,
         }
         self._api_versions_entries = [
             {"api_key": int(key), "min_version": ADVERTISED_MIN.get(key, api.min_version),
@@ -180,9 +208,20 @@ class KafkaApis:
 
     # -- cluster and metadata --------------------------------------------------------------------
 
-    def _broker_entry(self) -> dict[str, Any]:
-        host, port = self.core.advertised
-        return {"node_id": self.config.node_id, "host": host, "port": port, "rack": self.config.rack}
+    def _endpoint(self, node: int) -> tuple[str, int, str | None] | None:
+        reg = self.image.brokers.get(node)
+        if reg is None:
+            return None
+        ep = reg.endpoint(self.listener) or reg.endpoint()
+        return None if ep is None else (ep.host, ep.port, reg.rack)
+
+    def _brokers(self) -> list[dict[str, Any]]:
+        out = []
+        for node in sorted(self.image.brokers):
+            ep = self._endpoint(node)
+            if ep is not None:
+                out.append({"node_id": node, "host": ep[0], "port": ep[1], "rack": ep[2]})
+        return out
 
     def api_versions(self, ctx: RequestContext, req: Obj) -> Obj:
         if ctx.version >= 3 and not (
@@ -191,77 +230,151 @@ class KafkaApis:
             return Obj(error_code=E.INVALID_REQUEST, api_keys=self._api_versions_entries)
         return Obj(error_code=0, api_keys=self._api_versions_entries, throttle_time_ms=0)
 
-    def metadata(self, ctx: RequestContext, req: Obj) -> Obj:
-        logs = self.core.logs
+    def metadata_request(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
         version = ctx.version
         requested = req.topics
+        image = self.image
         if requested is None or (version == 0 and not requested):
-            names = logs.topic_names()
+            names = sorted(image.topics)
             auto_create = False
         else:
             names = []
             for t in requested:
                 name = t.get("name")
                 if name is None and t.get("topic_id") is not None:
-                    name = logs.topic_name_for_id(t["topic_id"]) or ""
+                    name = image.topic_name(t["topic_id"]) or ""
                 names.append(name)
             auto_create = self.config.auto_create_topics_enable and (version < 4 or req.allow_auto_topic_creation)
-        topics = [self._topic_metadata(name, auto_create) for name in names]
+        missing = [n for n in dict.fromkeys(names)
+                   if auto_create and image.topic(n) is None and valid_topic_name(n) and n not in INTERNAL_TOPICS]
+        if not missing:
+            return self._metadata_body(names, {})
+        return self._metadata_after_create(names, missing)
+
+    async def _metadata_after_create(self, names: list[str], missing: list[str]) -> Obj:
+        errors: dict[str, int] = {}
+        for name in missing:
+            try:
+                record = self.topics.plan(name, self.config.num_partitions, self.config.default_replication_factor,
+                                          None, {})
+                await self.topics.create(record, AUTO_CREATE_WAIT_S)
+            except TopicError as exc:
+                if exc.code != E.TOPIC_ALREADY_EXISTS:
+                    errors[name] = exc.code
+        return self._metadata_body(names, errors)
+
+    def _metadata_body(self, names: list[str], errors: dict[str, int]) -> Obj:
         return Obj(
             throttle_time_ms=0,
-            brokers=[self._broker_entry()],
-            cluster_id=self.core.cluster_id,
-            controller_id=self.config.node_id,
-            topics=topics,
+            brokers=self._brokers(),
+            cluster_id=self.image.cluster_id or "",
+            controller_id=self.image.controller_id,
+            topics=[self._topic_metadata(name, errors.get(name)) for name in names],
             cluster_authorized_operations=-2147483648,
             error_code=0,
         )
 
-    def _topic_metadata(self, name: str, auto_create: bool) -> dict[str, Any]:
-        logs = self.core.logs
+    def _topic_metadata(self, name: str, error: int | None) -> dict[str, Any]:
         if not valid_topic_name(name):
             return {"error_code": E.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": [], "is_internal": False}
-        info = logs.topic(name)
-        if info is None and auto_create and not name.startswith("__"):
-            try:
-                self.core.create_topic(name, self.config.num_partitions, {})
-            except LogError as exc:
-                return {"error_code": exc.error_code, "name": name, "partitions": []}
-            info = logs.topic(name)
-        if info is None:
-            return {"error_code": E.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": [], "is_internal": False}
-        node = self.config.node_id
-        partitions = [
-            {"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": 0,
-             "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
-            for p in range(info.partitions)
-        ]
-        return {"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": name.startswith("__"),
+        t = self.image.topic(name)
+        if t is None:
+            return {"error_code": error or E.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": [],
+                    "is_internal": False}
+        alive = self.image.is_alive
+        partitions = []
+        for p, replicas in enumerate(t.record.assignment):
+            part = t.partitions.get(p)
+            if part is None:
+                partitions.append({"error_code": E.LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
+                                   "leader_epoch": -1, "replica_nodes": list(replicas), "isr_nodes": [],
+                                   "offline_replicas": [r for r in replicas if not alive(r)]})
+                continue
+            leader = part.leader if part.leader >= 0 and alive(part.leader) else -1
+            partitions.append({
+                "error_code": 0 if leader >= 0 else E.LEADER_NOT_AVAILABLE, "partition_index": p,
+                "leader_id": leader, "leader_epoch": part.leader_epoch, "replica_nodes": list(replicas),
+                "isr_nodes": list(part.isr), "offline_replicas": [r for r in replicas if not alive(r)]})
+        return {"error_code": 0, "name": name, "topic_id": t.topic_id, "is_internal": name in INTERNAL_TOPICS,
                 "partitions": partitions, "topic_authorized_operations": -2147483648}
 
     def describe_cluster(self, ctx: RequestContext, req: Obj) -> Obj:
-        host, port = self.core.advertised
+        brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
+                    "is_fenced": False} for b in self._brokers()]
         return Obj(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
-                   cluster_id=self.core.cluster_id, controller_id=self.config.node_id,
-                   brokers=[{"broker_id": self.config.node_id, "host": host, "port": port,
-                             "rack": self.config.rack, "is_fenced": False}],
-                   cluster_authorized_operations=-2147483648)
+                   cluster_id=self.image.cluster_id or "", controller_id=self.image.controller_id,
+                   brokers=brokers, cluster_authorized_operations=-2147483648)
 
-    def find_coordinator(self, ctx: RequestContext, req: Obj) -> Obj:
-        host, port = self.core.advertised
-        node = self.config.node_id
+    def find_coordinator(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._find_coordinator(ctx, req)
 
-        def entry(key: str) -> dict[str, Any]:
-            if req.key_type != 0:
-                return {"key": key, "node_id": -1, "host": "", "port": -1,
-                        "error_code": E.COORDINATOR_NOT_AVAILABLE, "error_message": "transactions are not supported"}
-            return {"key": key, "node_id": node, "host": host, "port": port, "error_code": 0, "error_message": None}
-
+    async def _find_coordinator(self, ctx: RequestContext, req: Obj) -> Obj:
+        keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]
+        entries = []
+        for key in keys:
+            entries.append(await self._coordinator_entry(req.key_type, key))
         if ctx.version >= 4:
-            return Obj(throttle_time_ms=0, coordinators=[entry(k) for k in req.coordinator_keys])
-        one = entry(req.key)
+            return Obj(throttle_time_ms=0, coordinators=entries)
+        one = entries[0]
         return Obj(throttle_time_ms=0, error_code=one["error_code"], error_message=one["error_message"],
                    node_id=one["node_id"], host=one["host"], port=one["port"])
+
+    async def _coordinator_entry(self, key_type: int, key: str) -> dict[str, Any]:
+        def fail(code: int, message: str) -> dict[str, Any]:
+            return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+
+        if key_type != 0:
+            return fail(E.COORDINATOR_NOT_AVAILABLE, "transactions are not supported")
+        code = await self.topics.ensure_offsets_topic(self.config.offsets_topic_num_partitions,
+                                                      self.config.offsets_replication_factor, COORDINATOR_WAIT_S)
+        if code != E.NONE:
+            return fail(code, f"{OFFSETS_TOPIC} needs {self.config.offsets_replication_factor} live brokers")
+        partition = self.groups.partition_for(key)
+        part = self.image.partition(OFFSETS_TOPIC, partition)
+        ep = self._endpoint(part.leader) if part is not None and part.leader >= 0 else None
+        if part is None or ep is None:
+            return fail(E.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{partition} has no leader")
+        return {"key": key, "node_id": part.leader, "host": ep[0], "port": ep[1], "error_code": 0,
+                "error_message": None}
+
+    def elect_leaders(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._elect_leaders(ctx, req)
+
+    async def _elect_leaders(self, ctx: RequestContext, req: Obj) -> Obj:
+        from broker.cluster.controller import elect_preferred, elect_unclean
+
+        unclean = ctx.version >= 1 and req.election_type == 1
+        wanted: list[tuple[str, int]] = []
+        if req.topic_partitions is None:
+            wanted = [(p.topic, p.partition) for p in self.image.partitions()]
+        else:
+            wanted = [(t.topic, p) for t in req.topic_partitions for p in t.partitions]
+        results: dict[str, list[dict[str, Any]]] = {}
+        changes = []
+        for topic, p in wanted:
+            part = self.image.partition(topic, p)
+            entry = {"partition_id": p, "error_code": 0, "error_message": None}
+            results.setdefault(topic, []).append(entry)
+            if part is None:
+                entry.update(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown partition")
+                continue
+            change = elect_unclean(self.image, part) if unclean else elect_preferred(self.image, part)
+            if change is None:
+                if unclean or part.leader == part.replicas[0]:
+                    entry.update(error_code=E.ELECTION_NOT_NEEDED, error_message="leader is already elected")
+                else:
+                    entry.update(error_code=E.PREFERRED_LEADER_NOT_AVAILABLE,
+                                 error_message="the preferred replica is not alive or not in sync")
+                continue
+            changes.append((entry, change))
+        if changes:
+            written = await self.metadata.elect([c for _, c in changes])
+            for entry, change in changes:
+                if (change.topic, change.partition) not in written:
+                    entry.update(error_code=E.ELIGIBLE_LEADERS_NOT_AVAILABLE if unclean else
+                                 E.PREFERRED_LEADER_NOT_AVAILABLE, error_message="the partition changed meanwhile")
+        return Obj(throttle_time_ms=0, error_code=0, replica_election_results=[
+            {"topic": t, "partition_result": parts} for t, parts in results.items()])
 
     def sasl_handshake(self, ctx: RequestContext, req: Obj) -> Obj:
         return Obj(error_code=E.UNSUPPORTED_SASL_MECHANISM, mechanisms=[])
@@ -270,150 +383,123 @@ class KafkaApis:
         return Obj(error_code=E.ILLEGAL_SASL_STATE, error_message="SASL is not enabled on this listener",
                    auth_bytes=b"", session_lifetime_ms=0)
 
-    # -- data plane ----------------------------------------------------------------------------
-
-    def produce(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj | None] | None:
-        return self.replica.handle_produce(ctx, req)
-
-    def fetch(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
-        return self.replica.handle_fetch(ctx, req)
-
-    def list_offsets(self, ctx: RequestContext, req: Obj) -> Obj:
-        return self.replica.handle_list_offsets(ctx, req)
-
-    def delete_records(self, ctx: RequestContext, req: Obj) -> Obj:
-        return self.replica.handle_delete_records(ctx, req)
-
-    def init_producer_id(self, ctx: RequestContext, req: Obj) -> Obj:
+    def init_producer_id(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
         if req.transactional_id is not None:
             return Obj(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                        producer_id=-1, producer_epoch=-1)
-        if req.producer_id >= 0 and req.producer_epoch >= 0:
-            epoch = req.producer_epoch + 1
-            if epoch > 32767:
-                return Obj(throttle_time_ms=0, error_code=0, producer_id=self.core.allocate_producer_id(),
-                           producer_epoch=0)
-            return Obj(throttle_time_ms=0, error_code=0, producer_id=req.producer_id, producer_epoch=epoch)
-        return Obj(throttle_time_ms=0, error_code=0, producer_id=self.core.allocate_producer_id(), producer_epoch=0)
+        # A non-transactional producer gets a fresh id every time (as Kafka does).
+        pid = self.producer_ids.try_next()
+        if pid is not None:
+            return Obj(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+        return self._init_producer_id_later()
+
+    async def _init_producer_id_later(self) -> Obj:
+        try:
+            pid = await self.producer_ids.next_id()
+        except KVError:
+            return Obj(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
+        return Obj(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
 
     # -- topic admin --------------------------------------------------------------------------
 
-    def create_topics(self, ctx: RequestContext, req: Obj) -> Obj:
+    def create_topics(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._create_topics(ctx, req)
+
+    async def _create_topics(self, ctx: RequestContext, req: Obj) -> Obj:
         results = []
+        timeout_s = max(0, req.timeout_ms) / 1000
         for t in req.topics:
-            results.append(self._create_one(t, req.validate_only))
+            results.append(await self._create_one(t, req.validate_only, timeout_s))
         return Obj(throttle_time_ms=0, topics=results)
 
-    def _create_one(self, t: Obj, validate_only: bool) -> dict[str, Any]:
+    async def _create_one(self, t: Obj, validate_only: bool, timeout_s: float) -> dict[str, Any]:
         name = t.name
         base = {"name": name, "num_partitions": -1, "replication_factor": -1, "configs": None}
-
-        def fail(code: int, message: str) -> dict[str, Any]:
-            return {**base, "error_code": code, "error_message": message}
-
-        if not valid_topic_name(name):
-            return fail(E.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
-        if self.core.logs.topic(name) is not None:
-            return fail(E.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
+            return {**base, "error_code": E.INVALID_REQUEST,
+                    "error_message": "Both assignments and numPartitions/replicationFactor were set"}
+        assignment = None
         if t.assignments:
-            partitions = len(t.assignments)
-            if t.num_partitions != -1 or t.replication_factor != -1:
-                return fail(E.INVALID_REQUEST, "Both assignments and numPartitions/replicationFactor were set")
-            for a in t.assignments:
-                if any(b != self.config.node_id for b in a.broker_ids) or len(a.broker_ids) != 1:
-                    return fail(E.INVALID_REPLICA_ASSIGNMENT, "Replica assignment names unknown brokers")
-            if sorted(a.partition_index for a in t.assignments) != list(range(partitions)):
-                return fail(E.INVALID_REPLICA_ASSIGNMENT, "Partitions must be numbered 0..n-1")
-        else:
-            partitions = self.config.num_partitions if t.num_partitions == -1 else t.num_partitions
+            ordered = sorted(t.assignments, key=lambda a: a.partition_index)
+            if [a.partition_index for a in ordered] != list(range(len(ordered))):
+                return {**base, "error_code": E.INVALID_REPLICA_ASSIGNMENT,
+                        "error_message": "Partitions must be numbered 0..n-1"}
+            assignment = [list(a.broker_ids) for a in ordered]
+        partitions = self.config.num_partitions if t.num_partitions == -1 else t.num_partitions
         rf = self.config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
-        if partitions <= 0:
-            return fail(E.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        if rf <= 0:
-            return fail(E.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-        if rf > 1:
-            return fail(E.INVALID_REPLICATION_FACTOR,
-                        f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} "
-                        "cannot be reached because only 1 broker(s) are registered.")
-        configs = {c.name: c.value for c in t.configs}
         try:
-            described = self.core.logs.validate_configs(configs)
-            topic_id = None if validate_only else self.core.create_topic(name, partitions, configs)
-        except LogError as exc:
-            return fail(exc.error_code, exc.detail or str(exc))
-        result = {**base, "error_code": 0, "error_message": None, "num_partitions": partitions,
-                  "replication_factor": 1, "configs": self._config_entries_for_create(described)}
-        if topic_id is not None:
-            result["topic_id"] = topic_id
+            record = self.topics.plan(name, partitions, rf, assignment, {c.name: c.value for c in t.configs})
+            if not validate_only:
+                await self.topics.create(record, timeout_s)
+        except TopicError as exc:
+            return {**base, "error_code": exc.code, "error_message": exc.message}
+        result = {**base, "error_code": 0, "error_message": None, "num_partitions": record.partitions,
+                  "replication_factor": len(record.assignment[0]),
+                  "configs": self._config_entries_for_create(record.configs)}
+        if not validate_only:
+            result["topic_id"] = record.topic_id
         return result
 
     def _config_entries_for_create(self, configs: dict[str, str]) -> list[dict[str, Any]]:
-        from broker.log.config import TOPIC_CONFIG_DEFAULTS
-
         out = []
-        for name, default in sorted(TOPIC_CONFIG_DEFAULTS.items()):
-            value = configs.get(name, default)
+        for name, (value, is_default) in self.logs.effective_configs(configs).items():
             out.append({"name": name, "value": value, "read_only": False,
-                        "config_source": 1 if name in configs else 5, "is_sensitive": False})
+                        "config_source": 5 if is_default else 1, "is_sensitive": False})
         return out
 
-    def delete_topics(self, ctx: RequestContext, req: Obj) -> Obj:
+    def delete_topics(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._delete_topics(ctx, req)
+
+    async def _delete_topics(self, ctx: RequestContext, req: Obj) -> Obj:
         results = []
         if ctx.version >= 6:
             wanted = [(t.name, t.topic_id) for t in req.topics]
         else:
             wanted = [(name, None) for name in req.topic_names]
         for name, topic_id in wanted:
-            logs = self.core.logs
             if name is None and topic_id is not None:
-                name = logs.topic_name_for_id(topic_id)
+                name = self.image.topic_name(topic_id)
                 if name is None:
                     results.append({"name": None, "topic_id": topic_id, "error_code": E.UNKNOWN_TOPIC_ID,
                                     "error_message": "unknown topic id"})
                     continue
-            info = logs.topic(name) if name else None
             entry: dict[str, Any] = {"name": name, "error_code": 0, "error_message": None}
-            if info is None:
-                entry["error_code"] = E.UNKNOWN_TOPIC_OR_PARTITION
-                entry["error_message"] = "This server does not host this topic-partition."
-            elif not self.config.delete_topic_enable:
+            t = self.image.topic(name) if name else None
+            if t is not None and not self.config.delete_topic_enable:
                 entry["error_code"] = E.TOPIC_DELETION_DISABLED
-            elif name.startswith("__"):
-                entry["error_code"] = E.INVALID_TOPIC_EXCEPTION
-                entry["error_message"] = "Internal topics cannot be deleted"
-            else:
-                entry["topic_id"] = info.topic_id
-                self.core.delete_topic(name)
+                results.append(entry)
+                continue
+            try:
+                if t is not None:
+                    entry["topic_id"] = t.topic_id
+                await self.topics.delete(name or "")
+            except TopicError as exc:
+                entry.update(error_code=exc.code, error_message=exc.message)
             results.append(entry)
         return Obj(throttle_time_ms=0, responses=results)
 
-    def create_partitions(self, ctx: RequestContext, req: Obj) -> Obj:
+    def create_partitions(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._create_partitions(ctx, req)
+
+    async def _create_partitions(self, ctx: RequestContext, req: Obj) -> Obj:
         results = []
         for t in req.topics:
-            info = self.core.logs.topic(t.name)
             entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
-            if info is None:
-                entry.update(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic")
-            elif t.name.startswith("__"):
-                entry.update(error_code=E.INVALID_TOPIC_EXCEPTION, error_message="internal topic")
-            elif t.count <= info.partitions:
-                entry.update(error_code=E.INVALID_PARTITIONS,
-                             error_message=f"Topic currently has {info.partitions} partitions, which is higher "
-                                           f"than or equal to the requested {t.count}.")
-            elif t.assignments is not None and len(t.assignments) != t.count - info.partitions:
-                entry.update(error_code=E.INVALID_REPLICA_ASSIGNMENT, error_message="assignment count mismatch")
-            elif not req.validate_only:
-                try:
-                    self.core.add_partitions(t.name, t.count)
-                except LogError as exc:
-                    entry.update(error_code=exc.error_code, error_message=str(exc))
+            try:
+                assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+                record = self.topics.plan_partitions(t.name, t.count, assignment)
+                if not req.validate_only:
+                    await self.topics.add_partitions(record, max(0, req.timeout_ms) / 1000)
+            except TopicError as exc:
+                entry.update(error_code=exc.code, error_message=exc.message)
             results.append(entry)
         return Obj(throttle_time_ms=0, results=results)
 
     def describe_configs(self, ctx: RequestContext, req: Obj) -> Obj:
-        from broker.describe_configs import describe_resource
+        from broker.describe_configs import ConfigView, describe_resource
 
-        results = [describe_resource(self.core, r, req.include_synonyms, req.include_documentation)
+        view = ConfigView(self.config, self.logs, self.image, self.listener)
+        results = [describe_resource(view, r, req.include_synonyms, req.include_documentation)
                    for r in req.resources]
         return Obj(throttle_time_ms=0, results=results)
 

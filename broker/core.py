@@ -1,8 +1,13 @@
-"""BrokerCore: builds the broker's components, starts and stops them in order.
+"""BrokerCore: the composition root — builds the broker's parts, wires them together, starts and stops them.
 
-Owns what is broker-wide rather than per-request: the cluster id, producer-id
-allocation, the shared timing-wheel driver, the log manager, the internal
-``__consumer_offsets`` topic, periodic maintenance, and the metrics endpoint.
+The same parts run alone and in a cluster; only the metadata store differs:
+without ``cluster`` it is :class:`~broker.cluster.local_kv.LocalKV` in the data
+directory, with ``cluster=etcd://...`` it is etcd.  Parts get the collaborators
+they use, not this object.  What it owns itself: the data directory's identity
+(``meta.json``: node id, directory id, cluster id), the shared timing-wheel
+driver, periodic log maintenance, the metrics endpoint, and the order of
+startup (logs → metadata → replicas → serving) and shutdown (leave the
+cluster → drain connections → stop replicas → flush and close logs).
 """
 
 from __future__ import annotations
@@ -15,17 +20,30 @@ import time
 import uuid
 from typing import Any
 
+from broker.cluster.controller import ControllerSettings
+from broker.cluster.fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.cluster.kv import MetadataKV, Put, absent
+from broker.cluster.local_kv import LocalKV
+from broker.cluster.metadata import MetadataService, MetadataSettings
+from broker.cluster.records import (
+    PRODUCER_ID_BLOCK_KEY,
+    BrokerRegistration,
+    Endpoint,
+    PartitionRecord,
+    TopicRecord,
+    partition_key,
+    topic_key,
+)
 from broker.config import BrokerConfig
 from broker.faults import FaultInjector
-from broker.log.errors import LogError
+from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics
+from broker.metrics import BrokerMetrics, BrokerState
 from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-_PRODUCER_ID_BLOCK = 1000
+__all__ = ["BrokerCore", "LogError", "broker_log_defaults"]
 
 
 def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
@@ -38,6 +56,7 @@ def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
         "max.message.bytes": str(config.message_max_bytes),
         "message.timestamp.type": config.log_message_timestamp_type,
         "flush.messages": str(config.log_flush_interval_messages),
+        "min.insync.replicas": str(config.min_insync_replicas),
     }
     if config.log_flush_interval_ms is not None:
         defaults["flush.ms"] = str(config.log_flush_interval_ms)
@@ -47,60 +66,229 @@ def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
 class BrokerCore:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.metrics = BrokerMetrics(self)
+        self.metrics = BrokerMetrics()
         self.faults = FaultInjector()
-        self.cluster_id = ""
         self.advertised: tuple[str, int] = config.advertised_host_port
         self.bound: tuple[str, int] = (config.host, config.port)
         self._tasks: list[asyncio.Task[Any]] = []
-        self._producer_id_next = 0
-        self._producer_id_limit = 0
         self.started = False
 
+    # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
         from broker.apis import KafkaApis
         from broker.group_service import GroupService
+        from broker.producer_ids import ProducerIdManager
         from broker.replica_manager import ReplicaManager
         from broker.server import KafkaServer
+        from broker.topic_admin import TopicAdmin
 
         config = self.config
         data = config.data_path
         data.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_cluster_id()
         self.timer = WheelTimer(asyncio.get_running_loop())
         self.logs = LogManager(data, default_configs=broker_log_defaults(config))
-        for (topic, partition), report in self.logs.recovery_reports.items():
-            if report.repaired:
-                log.warning("recovered %s-%d: %s", topic, partition, report.describe())
-        if self.logs.topic(OFFSETS_TOPIC) is None:
-            self.logs.create_topic(OFFSETS_TOPIC, config.offsets_topic_num_partitions,
-                                   {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024),
-                                    "retention.ms": "-1"})
-        self.replica_manager = ReplicaManager(self)
-        self.group_service = GroupService(self)
-        self.group_service.load()
-        self.apis = KafkaApis(self)
-        self.server = KafkaServer(config, self.apis)
-        self.bound = await self.server.start()
-        host, port = config.advertised_host_port
-        if not config.advertised_listener and config.port == 0:
-            port = self.bound[1]
-        self.advertised = (host, port)
+        try:
+            meta = self._check_meta()
+            for (topic, partition), report in self.logs.recovery_reports.items():
+                if report.repaired:
+                    log.warning("recovered %s-%d: %s", topic, partition, report.describe())
+            self.kv = self._store()
+            await self._migrate_legacy(self.kv, meta)
+
+            self.server = KafkaServer(config)
+            self.bound = await self.server.bind()
+            host, port = config.advertised_host_port
+            if not config.advertised_listener and config.port == 0:
+                port = self.bound[1]
+            self.advertised = (host, port)
+            registration = BrokerRegistration(config.node_id, (Endpoint("PLAINTEXT", host, port),),
+                                              config.broker_rack, meta["dir_id"])
+            self.metadata = MetadataService(self.kv, registration, MetadataSettings(
+                session_timeout_ms=config.broker_session_timeout_ms,
+                controller=ControllerSettings(
+                    unclean_leader_election=config.unclean_leader_election_enable,
+                    auto_leader_rebalance=config.auto_leader_rebalance_enable,
+                    imbalance_percentage=config.leader_imbalance_per_broker_percentage),
+                imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
+            ), cluster_id_hint=meta.get("cluster_id"))
+            self.fetchers = ReplicaFetcherManager(
+                config.node_id, FetcherSettings(
+                    wait_max_ms=config.replica_fetch_wait_max_ms, min_bytes=config.replica_fetch_min_bytes,
+                    max_bytes=config.replica_fetch_max_bytes,
+                    response_max_bytes=config.replica_fetch_response_max_bytes,
+                    backoff_ms=config.replica_fetch_backoff_ms, socket_timeout_ms=config.replica_socket_timeout_ms),
+                self.timer, broker=self.metadata.image.brokers.get,
+                broker_epoch=lambda: self.metadata.broker_epoch,
+                topic_name=self.metadata.image.topic_name)
+            self.replica_manager = ReplicaManager(
+                local_id=config.node_id, config=config, logs=self.logs, metrics=self.metrics, timer=self.timer,
+                metadata=self.metadata, fetchers=self.fetchers)
+            image = self.metadata.image
+
+            def partition_count(topic: str) -> int | None:
+                t = image.topic(topic)
+                return None if t is None else t.partition_count
+
+            self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
+                                              timer=self.timer, partition_count=partition_count)
+            self.metadata.subscribe(self.replica_manager.on_metadata)
+            self.metadata.subscribe(self._on_metadata)
+            await self.metadata.start()
+            self._remember_cluster_id(meta)
+            self.topics = TopicAdmin(self.metadata, self.logs, node_id=config.node_id)
+            self.producer_ids = ProducerIdManager(self.metadata)
+            self.apis = KafkaApis(config=config, metrics=self.metrics, faults=self.faults,
+                                  replica=self.replica_manager, groups=self.group_service, topics=self.topics,
+                                  metadata=self.metadata, producer_ids=self.producer_ids, logs=self.logs)
+            self.server.apis = self.apis
+            self.replica_manager.start()
+            await self.server.serve()
+        except BaseException:
+            await self._abort_start()
+            raise
+        self.metrics.state = self._metrics_state
+        self.metrics.topic_names = lambda: set(image.topics)
         if config.metrics_port is not None:
             self.metrics.serve(config.metrics_host or config.host, config.metrics_port)
         self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
         self.started = True
-        log.info("kbroker node %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s",
-                 config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id)
+        log.info("kbroker node %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s (%s)",
+                 config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id,
+                 self.kv.description)
+
+    def _store(self) -> MetadataKV:
+        config = self.config
+        if not config.cluster:
+            return LocalKV(config.data_path)
+        from broker.cluster.etcd_kv import EtcdKV, parse_etcd_url
+
+        return EtcdKV(parse_etcd_url(config.cluster), f"/kbroker/{config.cluster_id}/")
+
+    async def _abort_start(self) -> None:
+        for part in ("server", "metadata"):
+            obj = getattr(self, part, None)
+            if obj is None:
+                continue
+            try:
+                await obj.stop()
+            except Exception:
+                log.debug("stopping %s after a failed start", part, exc_info=True)
+        if getattr(self, "replica_manager", None) is not None:
+            await self.replica_manager.stop()
+        self.timer.close()
+        self.logs.close()
+
+    # -- the data directory's identity -------------------------------------------------
+    def _meta_path(self) -> str:
+        return os.path.join(self.config.data_dir, "meta.json")
+
+    def _check_meta(self) -> dict[str, Any]:
+        """Read (or create) ``meta.json``; refuse a data directory that belongs to another node."""
+        path = self._meta_path()
+        meta: dict[str, Any] = {}
+        if os.path.exists(path):
+            try:
+                with open(path) as fh:
+                    meta = json.load(fh)
+            except (OSError, ValueError) as exc:
+                raise KafkaStorageError(f"unreadable {path}: {exc}") from None
+        node = meta.get("node_id")
+        if node is not None and int(node) != self.config.node_id and meta.get("dir_id"):
+            raise KafkaStorageError(f"{self.config.data_dir} belongs to node {node}, not node {self.config.node_id}")
+        changed = False
+        if not meta.get("dir_id"):
+            meta["dir_id"] = uuid.uuid4().hex
+            changed = True
+        if meta.get("node_id") != self.config.node_id:
+            meta["node_id"] = self.config.node_id
+            changed = True
+        if changed:
+            self._write_meta(meta)
+        return meta
+
+    def _remember_cluster_id(self, meta: dict[str, Any]) -> None:
+        cluster_id = self.metadata.cluster_id
+        known = meta.get("cluster_id")
+        if known and known != cluster_id and self.config.cluster:
+            raise KafkaStorageError(f"{self.config.data_dir} belongs to cluster {known}, but the metadata store "
+                                    f"holds cluster {cluster_id}")
+        if known != cluster_id:
+            meta["cluster_id"] = cluster_id
+            self._write_meta(meta)
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        path = self._meta_path()
+        tmp = path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(meta, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    async def _migrate_legacy(self, kv: MetadataKV, meta: dict[str, Any]) -> None:
+        """A data directory from before the metadata store: import its topics into the local store."""
+        legacy = self.logs.legacy_topics()
+        if not legacy or not isinstance(kv, LocalKV):
+            return
+        node = self.config.node_id
+        for info in legacy:
+            record = TopicRecord(info.name, info.topic_id, tuple((node,) for _ in range(info.partitions)),
+                                 info.configs)
+            ops: list[Any] = [Put(topic_key(info.name), record.encode())]
+            ops += [Put(partition_key(info.name, p), PartitionRecord(node, 0, (node,), 0).encode())
+                    for p in range(info.partitions)]
+            await kv.txn([absent(topic_key(info.name))], ops)
+        limit = int(meta.get("producer_id_limit", 0) or 0)
+        if limit:
+            await kv.txn([absent(PRODUCER_ID_BLOCK_KEY)], [Put(PRODUCER_ID_BLOCK_KEY, json.dumps({"next": limit}).encode())])
+        self.logs.retire_legacy_topics()
+        log.info("imported %d topics into the metadata store", len(legacy))
+
+    # -- running ---------------------------------------------------------------------
+    @property
+    def cluster_id(self) -> str:
+        metadata = getattr(self, "metadata", None)
+        return metadata.cluster_id if metadata is not None else ""
+
+    def _on_metadata(self, delta: Any, image: Any) -> None:
+        if delta.topics_deleted or delta.full:
+            self.metrics.topics_changed()
+
+    def _metrics_state(self) -> BrokerState | None:
+        if not self.started:
+            return None
+        parts = [(plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
+                  plog.high_watermark) for plog in self.logs.logs()]
+        end_offsets = {(t, p): hw for t, p, _, _, _, hw in parts}
+        from broker.metrics import MAX_LABELLED_GROUPS
+
+        groups = list(self.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
+        image = self.metadata.image
+        rm = self.replica_manager
+        offline = sum(1 for p in image.partitions() if p.leader < 0 or not image.is_alive(p.leader))
+        cluster = {
+            "kbroker_under_replicated_partitions": ("Partitions this broker leads whose ISR is smaller than "
+                                                    "their replica set", len(rm.under_replicated())),
+            "kbroker_offline_partitions": ("Partitions of the cluster without a live leader", offline),
+            "kbroker_leader_partitions": ("Partitions this broker leads", rm.leader_count()),
+            "kbroker_is_controller": ("1 while this broker is the cluster's controller",
+                                      int(self.metadata.is_controller)),
+            "kbroker_cluster_brokers": ("Live brokers in the cluster", len(image.brokers)),
+            "kbroker_metadata_store_connected": ("1 while the metadata store answers",
+                                                 int(self.metadata.store_connected)),
+        }
+        return BrokerState(parts, groups, cluster, self.fetchers.lag())
 
     async def stop(self) -> None:
         if not self.started:
             return
         self.started = False
+        await self._leave_cluster()
         await self.server.stop()
         for task in self._tasks:
             task.cancel()
         self.group_service.close()
+        await self.replica_manager.stop()
         self.timer.close()
         try:
             self.logs.flush_all()
@@ -108,6 +296,18 @@ class BrokerCore:
             self.logs.close()
         self.metrics.close()
         log.info("kbroker node %d stopped", self.config.node_id)
+
+    async def _leave_cluster(self, timeout_s: float = 5.0) -> None:
+        """Controlled shutdown: deregister, then give the other brokers a moment to take over leadership."""
+        others = [b for b in self.metadata.image.brokers if b != self.config.node_id]
+        await self.metadata.stop()
+        if not others:
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not any(p.is_leader for p in self.replica_manager.partitions.values()):
+                return
+            await asyncio.sleep(0.05)
 
     async def _maintenance_loop(self) -> None:
         interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
@@ -137,59 +337,7 @@ class BrokerCore:
                 ticket.run()
 
         await loop.run_in_executor(None, run_all)
+        hosted = set(self.logs.logs())
         for plog, ticket in tickets:
-            if plog in self.logs.logs():
+            if plog in hosted:
                 plog.complete_flush(ticket)
-
-    # -- broker-wide state -------------------------------------------------------------
-
-    def _load_cluster_id(self) -> str:
-        path = self.config.data_path / "meta.json"
-        if path.exists():
-            try:
-                meta = json.loads(path.read_text())
-                if meta.get("cluster_id"):
-                    return str(meta["cluster_id"])
-            except (OSError, ValueError):
-                log.warning("unreadable %s; keeping a new cluster id", path)
-        cluster_id = uuid.uuid4().hex[:22]
-        self._write_meta({"cluster_id": cluster_id, "node_id": self.config.node_id, "producer_id_limit": 0})
-        return cluster_id
-
-    def _write_meta(self, meta: dict[str, Any]) -> None:
-        path = self.config.data_path / "meta.json"
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w") as fh:
-            json.dump(meta, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-
-    def allocate_producer_id(self) -> int:
-        """A producer id never handed out before, even across restarts (allocated in persisted blocks)."""
-        if self._producer_id_next >= self._producer_id_limit:
-            path = self.config.data_path / "meta.json"
-            meta = json.loads(path.read_text()) if path.exists() else {"cluster_id": self.cluster_id}
-            start = int(meta.get("producer_id_limit", 0))
-            meta["producer_id_limit"] = start + _PRODUCER_ID_BLOCK
-            self._write_meta(meta)
-            self._producer_id_next, self._producer_id_limit = start, start + _PRODUCER_ID_BLOCK
-        pid = self._producer_id_next
-        self._producer_id_next += 1
-        return pid
-
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str | None]) -> uuid.UUID:
-        topic_id = self.logs.create_topic(name, partitions, configs)
-        self.metrics.topics_changed()
-        return topic_id
-
-    def delete_topic(self, name: str) -> None:
-        self.logs.delete_topic(name)
-        self.metrics.topics_changed()
-
-    def add_partitions(self, name: str, count: int) -> None:
-        self.logs.add_partitions(name, count)
-
-
-
-__all__ = ["OFFSETS_TOPIC", "BrokerCore", "LogError"]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.log.config import TOPIC_CONFIG_DEFAULTS
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.core import BrokerCore
+    from broker.cluster.image import MetadataImage
+    from broker.config import BrokerConfig
+    from broker.log.manager import LogManager
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 # ConfigSource
@@ -30,12 +32,24 @@ _TOPIC_TO_BROKER = {
 }
 
 
-def _broker_entries(core: BrokerCore) -> dict[str, tuple[str | None, int]]:
-    c = core.config
-    host, port = core.advertised
+@dataclass(frozen=True)
+class ConfigView:
+    """What DescribeConfigs reads: the broker's settings, the log defaults, and topics from the image."""
+
+    config: BrokerConfig
+    logs: LogManager
+    image: MetadataImage
+    listener: str = "PLAINTEXT"
+
+
+def _broker_entries(view: ConfigView) -> dict[str, tuple[str | None, int]]:
+    c = view.config
+    reg = view.image.brokers.get(c.node_id)
+    ep = reg.endpoint(view.listener) if reg is not None else None
+    host, port = (ep.host, ep.port) if ep is not None else (c.host, c.port)
     values: dict[str, Any] = {
         "broker.id": c.node_id, "node.id": c.node_id,
-        "listeners": f"PLAINTEXT://{c.host}:{core.bound[1]}",
+        "listeners": f"PLAINTEXT://{c.host}:{port}",
         "advertised.listeners": f"PLAINTEXT://{host}:{port}",
         "log.dirs": str(c.data_path), "log.dir": str(c.data_path),
         "num.partitions": c.num_partitions, "default.replication.factor": c.default_replication_factor,
@@ -50,43 +64,45 @@ def _broker_entries(core: BrokerCore) -> dict[str, tuple[str | None, int]]:
         "log.message.timestamp.type": c.log_message_timestamp_type,
         "log.flush.interval.messages": c.log_flush_interval_messages,
         "log.flush.interval.ms": c.log_flush_interval_ms,
-        "log.cleanup.policy": "delete", "compression.type": "producer", "min.insync.replicas": 1,
+        "log.cleanup.policy": "delete", "compression.type": "producer",
+        "min.insync.replicas": c.min_insync_replicas, "broker.rack": c.broker_rack,
+        "unclean.leader.election.enable": str(c.unclean_leader_election_enable).lower(),
+        "replica.lag.time.max.ms": c.replica_lag_time_max_ms,
         "group.initial.rebalance.delay.ms": c.group_initial_rebalance_delay_ms,
         "group.min.session.timeout.ms": c.group_min_session_timeout_ms,
         "group.max.session.timeout.ms": c.group_max_session_timeout_ms,
         "group.max.size": c.group_max_size,
         "offsets.topic.num.partitions": c.offsets_topic_num_partitions,
-        "offsets.topic.replication.factor": 1,
+        "offsets.topic.replication.factor": c.offsets_replication_factor,
         "offsets.retention.minutes": c.offsets_retention_minutes,
         "offset.metadata.max.bytes": c.offset_metadata_max_bytes,
     }
     return {k: (None if v is None else str(v), STATIC_BROKER_CONFIG) for k, v in values.items()}
 
 
-def describe_resource(core: BrokerCore, resource: Any, include_synonyms: bool, include_docs: bool) -> dict[str, Any]:
+def describe_resource(view: ConfigView, resource: Any, include_synonyms: bool, include_docs: bool) -> dict[str, Any]:
     rtype, name, keys = resource.resource_type, resource.resource_name, resource.configuration_keys
     result: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
                               "resource_name": name, "configs": []}
     if rtype == TOPIC:
-        info = core.logs.topic(name)
-        if info is None:
+        topic = view.image.topic(name)
+        if topic is None:
             result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                           error_message=f"Topic {name} does not exist")
             return result
-        defaults = {**TOPIC_CONFIG_DEFAULTS, **core.logs.default_configs}
         entries = {}
-        for key, default in sorted(defaults.items()):
-            if key in info.configs:
-                entries[key] = (info.configs[key], DYNAMIC_TOPIC_CONFIG)
+        for key, (value, is_default) in view.logs.effective_configs(topic.configs).items():
+            if not is_default:
+                entries[key] = (value, DYNAMIC_TOPIC_CONFIG)
             else:
                 broker_key = _TOPIC_TO_BROKER.get(key)
-                source = STATIC_BROKER_CONFIG if key in core.logs.default_configs and broker_key else DEFAULT_CONFIG
-                entries[key] = (default, source)
+                source = STATIC_BROKER_CONFIG if key in view.logs.default_configs and broker_key else DEFAULT_CONFIG
+                entries[key] = (value, source)
     elif rtype == BROKER:
-        if name not in ("", str(core.config.node_id)):
+        if name not in ("", str(view.config.node_id)):
             result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"unknown broker {name}")
             return result
-        entries = _broker_entries(core)
+        entries = _broker_entries(view)
     elif rtype == BROKER_LOGGER:
         entries = {}
     else:

@@ -13,15 +13,13 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
-
-if TYPE_CHECKING:
-    from broker.core import BrokerCore
 
 log = logging.getLogger("kbroker.metrics")
 
@@ -58,9 +56,28 @@ class _BoundedLabels:
         return False
 
 
+@dataclass(slots=True)
+class BrokerState:
+    """What /metrics reports at scrape time, snapshotted on the broker's event loop."""
+
+    #: (topic, partition, log end, bytes, log start, high watermark) of every hosted log
+    partitions: list[tuple[str, int, int, int, int, int]] = field(default_factory=list)
+    #: metric families of the group coordinator
+    groups: list[Any] = field(default_factory=list)
+    #: cluster gauges, name -> (help, value)
+    cluster: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: follower lag (messages behind the leader's high watermark) per partition
+    fetcher_lag: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
 class BrokerMetrics:
-    def __init__(self, core: BrokerCore) -> None:
-        self.core = core
+    """The broker's metrics; ``state`` (set by the composition root) provides the scrape-time state."""
+
+    def __init__(self) -> None:
+        #: returns the scrape-time state (on the loop), or None before the broker has started
+        self.state: Callable[[], BrokerState | None] = lambda: None
+        #: the topics that exist (to drop series of deleted ones)
+        self.topic_names: Callable[[], set[str]] = set
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.topic_label = _BoundedLabels(MAX_LABELLED_TOPICS)
@@ -85,7 +102,11 @@ class BrokerMetrics:
         self.rebalance_seconds = Histogram("kbroker_group_rebalance_duration_seconds",
                                            "Time from PreparingRebalance to the new generation",
                                            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300), registry=r)
-        r.register(_StateCollector(core, self))
+        self.isr_shrinks = Counter("kbroker_isr_shrinks", "ISR shrinks written by this broker as leader",
+                                   registry=r)
+        self.isr_expands = Counter("kbroker_isr_expands", "ISR expansions written by this broker as leader",
+                                   registry=r)
+        r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
         #: the event loop the broker runs on; scrape-time collection snapshots state there
@@ -128,10 +149,7 @@ class BrokerMetrics:
 
     def topics_changed(self) -> None:
         """Drop the per-topic series of deleted topics and free their label slots."""
-        logs = getattr(self.core, "logs", None)
-        if logs is None:
-            return
-        existing = set(logs.topic_names())
+        existing = self.topic_names()
         for topic in [t for t in self.topic_label.seen if t not in existing]:
             self.topic_label.forget(topic)
             for counter in (self.bytes_in_total, self.bytes_out_total, self.messages_in_total):
@@ -207,30 +225,25 @@ class _StateCollector:
     are then built in the scraping thread.
     """
 
-    def __init__(self, core: BrokerCore, metrics: BrokerMetrics) -> None:
-        self.core = core
+    def __init__(self, metrics: BrokerMetrics) -> None:
         self.metrics = metrics
 
     def describe(self) -> list[Any]:
         return []
 
-    def _snapshot(self) -> tuple[list[tuple[str, int, int, int, int, int]], list[Any]]:
-        core = self.core
-        parts = [(plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
-                  plog.high_watermark) for plog in core.logs.logs()]
-        end_offsets = {(t, p): hw for t, p, _, _, _, hw in parts}
-        groups = list(core.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
-        return parts, groups
-
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        core = self.core
-        if not getattr(core, "started", False):
-            return
         try:
-            parts, groups = self.metrics.on_loop(self._snapshot)
+            state = self.metrics.on_loop(self.metrics.state)
         except Exception:
             log.exception("collecting broker state for /metrics failed")
             return
+        if state is None:
+            return
+        parts, groups = state.partitions, state.groups
+        for name, (help_text, value) in sorted(state.cluster.items()):
+            family = GaugeMetricFamily(name, help_text)
+            family.add_metric([], value)
+            yield family
         leo = GaugeMetricFamily("kbroker_log_end_offset", "Log end offset", labels=["topic", "partition"])
         size = GaugeMetricFamily("kbroker_log_size_bytes", "Bytes on disk", labels=["topic", "partition"])
         start = GaugeMetricFamily("kbroker_log_start_offset", "Log start offset", labels=["topic", "partition"])
@@ -254,11 +267,17 @@ class _StateCollector:
             start.add_metric(labels, first)
         dir_size.add_metric([], all_bytes)
         partitions.add_metric([], len(parts))
+        lag = GaugeMetricFamily("kbroker_replica_fetcher_lag", "Messages a follower is behind its leader's "
+                                "high watermark", labels=["topic", "partition"])
+        for (topic, partition), behind in sorted(state.fetcher_lag.items()):
+            if topic in labelled or (not topic.startswith("__") and self.metrics.topic_label(topic) != OTHER):
+                lag.add_metric([topic, str(partition)], behind)
         yield leo
         yield size
         yield start
         yield dir_size
         yield partitions
+        yield lag
         for family in groups:
             if "topic" in getattr(family, "_labelnames", ()) or family.name in _GROUP_TOPIC_FAMILIES:
                 family.samples = [s for s in family.samples if s.labels.get("topic") in labelled]

@@ -1,21 +1,43 @@
-"""ReplicaManager: Produce, Fetch, ListOffsets and DeleteRecords against the partition logs.
+"""ReplicaManager: the partitions this broker hosts, as leader or follower (Kafka's ``ReplicaManager``).
 
-Record batches stay opaque bytes: Produce validates the request shape (one
-v2 batch per partition) and hands the batch to the partition log, which
-checks the header and CRC, stamps offsets and appends.  Fetch answers with
-file regions of the segment files, which the server sends with
-``sendfile``.  A Fetch that cannot be satisfied yet is parked in the fetch
-purgatory (on the shared timing wheel) and completed by the next append to
-one of its partitions or by its ``max_wait_ms``.
+It follows the metadata image: for every partition assigned to this broker it
+opens the log and keeps a :class:`~broker.partition.Partition` whose role
+(leader, follower) and ISR come from the partition's record; followers are
+handed to the replica fetchers, leaders serve Produce, Fetch and ListOffsets.
+
+* **Produce** appends to leaders only (NOT_LEADER_OR_FOLLOWER elsewhere).  With
+  acks=all it first checks the ISR against ``min.insync.replicas``
+  (NOT_ENOUGH_REPLICAS, nothing appended), then parks the request in the produce
+  purgatory until the high watermark passes the batch (or the ISR shrank below
+  the minimum meanwhile: NOT_ENOUGH_REPLICAS_AFTER_APPEND; or the leadership
+  moved: NOT_LEADER_OR_FOLLOWER; or ``timeout_ms``: REQUEST_TIMED_OUT).
+* **Fetch** from consumers reads up to the high watermark; from followers
+  (``replica_id`` / ``replica_state``) up to the log end, after checking their
+  leader epoch and last fetched epoch (``diverging_epoch``), and records their
+  progress — which may move the high watermark and grow the ISR.  Record data
+  stays in the segment files (sent with ``sendfile``); a Fetch that cannot be
+  satisfied yet waits in the fetch purgatory.
+* A periodic task shrinks the ISR of lagging followers; ISR changes are written
+  to the metadata store by compare-and-set and take effect when the image
+  brings them back.
+
+Components interested in leadership (the group coordinator for
+``__consumer_offsets``) subscribe with :meth:`ReplicaManager.add_leadership_listener`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from broker.cluster.image import MetadataDelta, MetadataImage
+from broker.cluster.kv import KVError
+from broker.cluster.records import PartitionRecord
 from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from broker.partition import Partition
 from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from broker.server import FileRegion
 from protocol.error_codes import ErrorCode
@@ -24,13 +46,25 @@ from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
 
 if TYPE_CHECKING:
     from broker.apis import RequestContext
-    from broker.core import BrokerCore
+    from broker.cluster.fetcher import ReplicaFetcherManager
+    from broker.cluster.metadata import MetadataService
+    from broker.config import BrokerConfig
+    from broker.log.manager import LogManager
     from broker.log.partition_log import PartitionLog, ReadResult
+    from broker.metrics import BrokerMetrics
+    from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker.replica")
 
 E = ErrorCode
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+TopicPartition = tuple[str, int]
+LeadershipListener = Callable[[str, int, bool, int], None]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _records_region(result: ReadResult) -> FileRegion | None:
@@ -40,33 +74,37 @@ def _records_region(result: ReadResult) -> FileRegion | None:
 
 
 class _FetchPartition:
-    __slots__ = ("fetch_offset", "max_bytes", "name", "partition", "topic_id", "topic_index")
+    __slots__ = ("current_leader_epoch", "fetch_offset", "last_fetched_epoch", "max_bytes", "name", "partition",
+                 "topic_id", "topic_index")
 
     def __init__(self, name: str | None, topic_id: Any, partition: int, fetch_offset: int, max_bytes: int,
-                 topic_index: int) -> None:
+                 topic_index: int, current_leader_epoch: int = -1, last_fetched_epoch: int = -1) -> None:
         self.name = name
         self.topic_id = topic_id
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.max_bytes = max_bytes
         self.topic_index = topic_index
+        self.current_leader_epoch = current_leader_epoch
+        self.last_fetched_epoch = last_fetched_epoch
 
 
 class DelayedFetch(DelayedOperation):
     """A long-poll Fetch waiting for ``min_bytes`` or ``max_wait_ms``."""
 
     def __init__(self, manager: ReplicaManager, version: int, request: Obj, parts: list[_FetchPartition],
-                 min_bytes: int, max_wait_ms: int) -> None:
+                 min_bytes: int, max_wait_ms: int, replica_id: int) -> None:
         super().__init__(max_wait_ms)
         self.manager = manager
         self.version = version
         self.request = request
         self.parts = parts
         self.min_bytes = min_bytes
+        self.replica_id = replica_id
         self.future: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
 
     def try_complete(self) -> bool:
-        if self.manager.available_bytes(self.parts, self.request) >= self.min_bytes:
+        if self.manager.available_bytes(self.parts, self.replica_id) >= self.min_bytes:
             return self.force_complete()
         return False
 
@@ -74,28 +112,216 @@ class DelayedFetch(DelayedOperation):
         if self.future.done():
             return
         try:
-            body, _ = self.manager.read_fetch(self.version, self.request, self.parts)
+            body, _ = self.manager.read_fetch(self.version, self.request, self.parts, self.replica_id)
         except Exception as exc:  # surfaced to the connection, which closes
             self.future.set_exception(exc)
             return
         self.future.set_result(body)
 
 
+class _ProduceWait:
+    """One partition of a parked acks=all produce: done once the high watermark reaches ``required``."""
+
+    __slots__ = ("entry", "leader_epoch", "partition", "required")
+
+    def __init__(self, partition: Partition, required: int, entry: dict[str, Any]) -> None:
+        self.partition = partition
+        self.required = required
+        self.leader_epoch = partition.leader_epoch
+        self.entry = entry
+
+    def status(self) -> int | None:
+        """The partition's answer if it has one now (None: still waiting)."""
+        p = self.partition
+        if not p.is_leader or p.leader_epoch != self.leader_epoch:
+            return E.NOT_LEADER_OR_FOLLOWER
+        if p.log.high_watermark >= self.required:
+            if len(p.isr) < p.log.config.min_insync_replicas:
+                return E.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            return E.NONE
+        return None
+
+
+class DelayedProduce(DelayedOperation):
+    """An acks=all Produce (or coordinator write) waiting for its partitions' high watermarks."""
+
+    def __init__(self, waits: list[_ProduceWait], timeout_ms: int,
+                 complete: Callable[[list[_ProduceWait]], None]) -> None:
+        super().__init__(timeout_ms)
+        self.waits = waits
+        self._complete = complete
+
+    def try_complete(self) -> bool:
+        if all(w.entry["error_code"] != E.NONE or w.status() is not None for w in self.waits):
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        for w in self.waits:
+            if w.entry["error_code"] == E.NONE:
+                status = w.status()
+                w.entry["error_code"] = E.REQUEST_TIMED_OUT if status is None else status
+                if w.entry["error_code"] != E.NONE:
+                    w.entry["base_offset"] = -1
+        self._complete(self.waits)
+
+
 class ReplicaManager:
-    def __init__(self, core: BrokerCore) -> None:
-        self.core = core
-        self.config = core.config
-        self.metrics = core.metrics
-        timer = core.timer
-        self.fetch_purgatory = DelayedOperationPurgatory(
-            "fetch", schedule=timer.call_at_ms, clock=lambda: int(timer.now_ms()))
+    def __init__(self, *, local_id: int, config: BrokerConfig, logs: LogManager, metrics: BrokerMetrics,
+                 timer: WheelTimer, metadata: MetadataService, fetchers: ReplicaFetcherManager) -> None:
+        self.local_id = local_id
+        self.config = config
+        self.logs = logs
+        self.metrics = metrics
+        self.timer = timer
+        self.metadata = metadata
+        self.image: MetadataImage = metadata.image
+        self.fetchers = fetchers
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._listeners: list[LeadershipListener] = []
+        clock = lambda: int(timer.now_ms())  # noqa: E731
+        self.fetch_purgatory = DelayedOperationPurgatory("fetch", schedule=timer.call_at_ms, clock=clock)
+        self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock)
+        self._isr_task: asyncio.Task[None] | None = None
+        self._alter_tasks: set[asyncio.Task[None]] = set()
 
-    # -- produce -------------------------------------------------------------------------
+    def add_leadership_listener(self, fn: LeadershipListener) -> None:
+        """``fn(topic, partition, is_leader, leader_epoch)`` on every role change of a hosted partition."""
+        self._listeners.append(fn)
 
-    def handle_produce(self, ctx: RequestContext, req: Obj) -> Obj | None:
+    def start(self) -> None:
+        self._isr_task = asyncio.ensure_future(self._isr_loop())
+
+    async def stop(self) -> None:
+        if self._isr_task is not None:
+            self._isr_task.cancel()
+        for task in list(self._alter_tasks):
+            task.cancel()
+        await self.fetchers.close()
+
+    # -- following the metadata ------------------------------------------------------
+    def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        for name, topic_id in delta.topics_deleted.items():
+            for tp in [tp for tp, p in self.partitions.items() if tp[0] == name and p.topic_id == topic_id]:
+                self._remove(tp, delete=True)
+        touched: set[TopicPartition] = set(delta.partitions_changed)
+        for name in delta.topics_created | delta.topics_changed:
+            t = image.topic(name)
+            if t is not None:
+                touched.update((name, p) for p in t.partitions)
+                if any(tp[0] == name for tp in self.partitions):
+                    self.logs.set_topic_configs(name, t.configs)
+        if delta.full:
+            touched.update((p.topic, p.partition) for p in image.partitions())
+            for tp in list(self.partitions):
+                if image.partition(*tp) is None:
+                    self._remove(tp, delete=False)
+            for tp in list(self.logs.hosted()):
+                if tp not in touched and image.topic(tp[0]) is None:
+                    self.logs.set_aside(*tp)
+        now = _now_ms()
+        for tp in sorted(touched):
+            self._apply_partition(image, tp, now)
+        for broker in delta.brokers_removed:
+            self.fetchers.leader_gone(broker)
+
+    def _apply_partition(self, image: MetadataImage, tp: TopicPartition, now: int) -> None:
+        pimg = image.partition(*tp)
+        timg = image.topic(tp[0])
+        if pimg is None or timg is None:
+            return
+        partition = self.partitions.get(tp)
+        if self.local_id not in pimg.replicas:
+            if partition is not None:
+                self._remove(tp, delete=True)
+            elif self.logs.topic_id_of(*tp) is not None:
+                self.logs.delete_log(*tp)
+            return
+        if partition is not None and partition.topic_id != timg.topic_id:
+            self._remove(tp, delete=True)
+            partition = None
+        if partition is None:
+            plog = self.logs.ensure_log(tp[0], tp[1], timg.topic_id, timg.configs)
+            partition = Partition(tp[0], tp[1], timg.topic_id, self.local_id, plog)
+            self.partitions[tp] = partition
+        role = partition.apply_record(pimg.record, pimg.replicas, pimg.mod_revision, now)
+        if role == "leader":
+            self.fetchers.unfollow(tp)
+            log.log(logging.DEBUG if tp[0] in INTERNAL_TOPICS else logging.INFO, "%s-%d: leader in epoch %d, ISR %s",
+                    tp[0], tp[1], partition.leader_epoch, list(partition.isr))
+            self._notify(tp, True, partition.leader_epoch)
+        elif role == "follower":
+            self.fetchers.follow(partition)
+            log.log(logging.DEBUG if tp[0] in INTERNAL_TOPICS else logging.INFO, "%s-%d: follower of %d in epoch %d",
+                    tp[0], tp[1], partition.leader, partition.leader_epoch)
+            self._notify(tp, False, partition.leader_epoch)
+        if partition.is_leader:
+            partition.maybe_advance_high_watermark()
+        self._wake(tp)
+
+    def _notify(self, tp: TopicPartition, is_leader: bool, epoch: int) -> None:
+        for fn in self._listeners:
+            try:
+                fn(tp[0], tp[1], is_leader, epoch)
+            except Exception:
+                log.exception("leadership listener failed for %s-%d", *tp)
+
+    def _remove(self, tp: TopicPartition, *, delete: bool) -> None:
+        partition = self.partitions.pop(tp, None)
+        self.fetchers.unfollow(tp)
+        if partition is not None:
+            partition.leader = -2  # neither leader nor follower: parked requests answer NOT_LEADER
+            self._notify(tp, False, partition.leader_epoch)
+            self._wake(tp)
+        if delete:
+            self.logs.delete_log(*tp)
+
+    def _wake(self, tp: TopicPartition) -> None:
+        """Something changed for ``tp`` (data, high watermark, role): let parked requests look again."""
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+
+    # -- ISR maintenance -------------------------------------------------------------
+    async def _isr_loop(self) -> None:
+        interval = max(0.05, self.config.replica_lag_time_max_ms / 2000)
+        while True:
+            await asyncio.sleep(interval)
+            now = _now_ms()
+            for partition in list(self.partitions.values()):
+                if partition.is_leader:
+                    self._maybe_change_isr(partition, now)
+
+    def _maybe_change_isr(self, partition: Partition, now: int) -> None:
+        new_isr = partition.isr_change(now, self.config.replica_lag_time_max_ms, set(self.image.brokers))
+        if new_isr is None:
+            return
+        partition.pending_isr = new_isr
+        record = PartitionRecord(partition.leader, partition.leader_epoch, new_isr, partition.partition_epoch + 1)
+        shrink = len(new_isr) < len(partition.isr)
+        task = asyncio.ensure_future(self._alter_isr(partition, partition.record_revision, record, shrink))
+        self._alter_tasks.add(task)
+        task.add_done_callback(self._alter_tasks.discard)
+
+    async def _alter_isr(self, partition: Partition, revision: int, record: PartitionRecord, shrink: bool) -> None:
+        try:
+            ok = await self.metadata.alter_partition(partition.topic, partition.partition, revision, record)
+        except KVError as exc:
+            log.warning("%s-%d: ISR change to %s not written: %s", partition.topic, partition.partition,
+                        list(record.isr), exc)
+            ok = False
+        if ok:
+            (self.metrics.isr_shrinks if shrink else self.metrics.isr_expands).inc()
+            log.info("%s-%d: ISR %s -> %s", partition.topic, partition.partition, list(partition.isr),
+                     list(record.isr))
+        elif partition.pending_isr == record.isr:
+            partition.pending_isr = None  # someone else changed the partition; the image will tell
+
+    # -- produce ---------------------------------------------------------------------
+    def handle_produce(self, ctx: RequestContext, req: Obj) -> Obj | asyncio.Future[Obj] | None:
         version = ctx.version
         acks = req.acks
         responses = []
+        waits: list[_ProduceWait] = []
         any_error = False
         for topic in req.topic_data:
             parts = []
@@ -104,8 +330,11 @@ class ReplicaManager:
                     entry = self._produce_error(pd.index, E.INVALID_REQUIRED_ACKS)
                 elif req.transactional_id is not None:
                     entry = self._produce_error(pd.index, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                elif topic.name in INTERNAL_TOPICS:
+                    entry = self._produce_error(pd.index, E.INVALID_TOPIC_EXCEPTION,
+                                                f"cannot append to internal topic {topic.name}")
                 else:
-                    entry = self._append_partition(topic.name, pd.index, pd.records, version)
+                    entry = self._append_partition(topic.name, pd.index, pd.records, version, acks, waits)
                 any_error = any_error or entry["error_code"] != 0
                 parts.append(entry)
             responses.append({"name": topic.name, "partition_responses": parts})
@@ -113,14 +342,37 @@ class ReplicaManager:
             if any_error:
                 ctx.conn.close_after_flush()
             return None
-        return Obj(responses=responses, throttle_time_ms=0)
+        body = Obj(responses=responses, throttle_time_ms=0)
+        if not waits:
+            return body
+        future: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
+
+        def done(_: list[_ProduceWait]) -> None:
+            if not future.done():
+                future.set_result(body)
+
+        op = DelayedProduce(waits, max(0, min(req.timeout_ms, 300_000)), done)
+        self.produce_purgatory.try_complete_else_watch(op, {(w.partition.topic, w.partition.partition)
+                                                            for w in waits})
+        return future
 
     @staticmethod
     def _produce_error(index: int, code: int, message: str | None = None) -> dict[str, Any]:
         return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
                 "log_start_offset": -1, "record_errors": [], "error_message": message}
 
-    def _append_partition(self, topic: str, partition: int, records: bytes | None, version: int) -> dict[str, Any]:
+    def leader_partition(self, topic: str, partition: int) -> Partition:
+        """The hosted partition if this broker leads it; raises a LogError mapping to the right code."""
+        p = self.partitions.get((topic, partition))
+        if p is not None and p.is_leader:
+            return p
+        timg = self.image.topic(topic)
+        if timg is None or partition >= timg.partition_count or partition < 0:
+            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+        raise _NotLeader(f"broker {self.local_id} does not lead {topic}-{partition}")
+
+    def _append_partition(self, topic: str, partition: int, records: bytes | None, version: int, acks: int,
+                          waits: list[_ProduceWait]) -> dict[str, Any]:
         if not records:
             return self._produce_error(partition, E.INVALID_RECORD, "empty record set")
         try:
@@ -132,45 +384,116 @@ class ReplicaManager:
         if header.compression == ZSTD and version < 7:
             return self._produce_error(partition, E.UNSUPPORTED_COMPRESSION_TYPE)
         try:
-            plog = self.core.logs.get_log(topic, partition)
-        except LogError as exc:
-            return self._produce_error(partition, exc.error_code, str(exc))
-        try:
+            p = self.leader_partition(topic, partition)
+            plog = p.log
+            if acks == -1 and len(p.isr) < plog.config.min_insync_replicas:
+                return self._produce_error(partition, E.NOT_ENOUGH_REPLICAS,
+                                           f"ISR {list(p.isr)} is smaller than min.insync.replicas="
+                                           f"{plog.config.min_insync_replicas}")
             result = plog.append(bytearray(records))
         except LogError as exc:
             return self._produce_error(partition, exc.error_code, exc.detail or None)
         self.metrics.bytes_in(topic, len(records), header.records_count)
-        self.fetch_purgatory.check_and_complete((topic, partition))
-        return {"index": partition, "error_code": 0, "base_offset": result.base_offset,
-                "log_append_time_ms": result.log_append_time, "log_start_offset": result.log_start_offset,
-                "record_errors": [], "error_message": None}
+        self._after_leader_append(p)
+        entry = {"index": partition, "error_code": 0, "base_offset": result.base_offset,
+                 "log_append_time_ms": result.log_append_time, "log_start_offset": result.log_start_offset,
+                 "record_errors": [], "error_message": None}
+        if acks == -1 and plog.high_watermark <= result.last_offset:
+            waits.append(_ProduceWait(p, result.last_offset + 1, entry))
+        return entry
 
-    def on_internal_append(self, topic: str, partition: int) -> None:
-        self.fetch_purgatory.check_and_complete((topic, partition))
+    def _after_leader_append(self, p: Partition) -> None:
+        p.maybe_advance_high_watermark()
+        self.fetch_purgatory.check_and_complete((p.topic, p.partition))
 
-    # -- fetch ---------------------------------------------------------------------------
+    def append_to_leader(self, topic: str, partition: int, batch: bytes | bytearray,
+                         timeout_ms: int) -> Awaitable[tuple[int, int]]:
+        """A coordinator's write: append to the local leader, wait until replicated (acks=all).
+
+        Resolves to ``(error_code, last_offset)``; error codes are the produce path's.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[int, int]] = loop.create_future()
+        try:
+            p = self.leader_partition(topic, partition)
+            if len(p.isr) < p.log.config.min_insync_replicas:
+                future.set_result((E.NOT_ENOUGH_REPLICAS, -1))
+                return future
+            result = p.log.append(bytearray(batch))
+        except LogError as exc:
+            future.set_result((exc.error_code, -1))
+            return future
+        self._after_leader_append(p)
+        entry = {"error_code": E.NONE, "base_offset": result.base_offset}
+        wait = _ProduceWait(p, result.last_offset + 1, entry)
+
+        def done(_: list[_ProduceWait]) -> None:
+            if not future.done():
+                future.set_result((entry["error_code"], result.last_offset))
+
+        op = DelayedProduce([wait], timeout_ms, done)
+        self.produce_purgatory.try_complete_else_watch(op, [(topic, partition)])
+        return future
+
+    # -- fetch -----------------------------------------------------------------------
+    @staticmethod
+    def replica_id_of(version: int, req: Obj) -> int:
+        if version >= 15:
+            state = req.get("replica_state")
+            return state.replica_id if state is not None else -1
+        return req.replica_id
 
     def handle_fetch(self, ctx: RequestContext, req: Obj) -> Obj | asyncio.Future[Obj]:
         version = ctx.version
         if version >= 7 and (req.session_id != 0 or req.session_epoch > 0):
             return Obj(throttle_time_ms=0, error_code=E.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
-        logs = self.core.logs
+        replica_id = self.replica_id_of(version, req)
+        image = self.image
         parts: list[_FetchPartition] = []
         for index, topic in enumerate(req.topics):
-            name = topic.topic if version < 13 else logs.topic_name_for_id(topic.topic_id)
+            name = topic.topic if version < 13 else image.topic_name(topic.topic_id)
             for p in topic.partitions:
                 parts.append(_FetchPartition(name, topic.get("topic_id"), p.partition, p.fetch_offset,
-                                             p.partition_max_bytes, index))
-        body, ready = self.read_fetch(version, req, parts)
+                                             p.partition_max_bytes, index, p.get("current_leader_epoch", -1),
+                                             p.get("last_fetched_epoch", -1)))
+        if replica_id >= 0:
+            self._record_follower_fetch(replica_id, parts)
+        body, ready = self.read_fetch(version, req, parts, replica_id)
         min_bytes = max(1, min(req.min_bytes, req.max_bytes))
         if ready or req.max_wait_ms <= 0 or not parts or self._fetched_bytes(body) >= min_bytes:
             return body
-        op = DelayedFetch(self, version, req, parts, min_bytes, min(req.max_wait_ms, 300_000))
+        op = DelayedFetch(self, version, req, parts, min_bytes, min(req.max_wait_ms, 300_000), replica_id)
         keys = [(p.name, p.partition) for p in parts if p.name is not None]
         self.metrics.waiting_fetches.inc()
         op.future.add_done_callback(lambda _f: self.metrics.waiting_fetches.dec())
         self.fetch_purgatory.try_complete_else_watch(op, keys)
         return op.future
+
+    def _record_follower_fetch(self, replica_id: int, parts: list[_FetchPartition]) -> None:
+        now = _now_ms()
+        for fp in parts:
+            if fp.name is None:
+                continue
+            p = self.partitions.get((fp.name, fp.partition))
+            if p is None or not p.is_leader or p.check_leader_epoch(fp.current_leader_epoch) != E.NONE:
+                continue
+            if self._diverging(p, fp) is not None:
+                continue
+            moved = p.update_follower(replica_id, fp.fetch_offset, now)
+            if moved:
+                self._wake((p.topic, p.partition))
+            if replica_id not in p.isr:
+                self._maybe_change_isr(p, now)
+
+    @staticmethod
+    def _diverging(p: Partition, fp: _FetchPartition) -> tuple[int, int] | None:
+        """KIP-595: (epoch, end offset) when the follower's log diverges from ours at its fetch position."""
+        if fp.last_fetched_epoch < 0:
+            return None
+        epoch, end = p.log.epoch_cache.end_offset_for(fp.last_fetched_epoch, p.log.log_end_offset)
+        if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
+            return epoch, end
+        return None
 
     @staticmethod
     def _fetched_bytes(body: Obj) -> int:
@@ -182,67 +505,97 @@ class ReplicaManager:
                     total += rec.size
         return total
 
-    def available_bytes(self, parts: list[_FetchPartition], request: Obj) -> int:
-        """Bytes a fetch would return now (errors count as 'ready': answered at once)."""
+    def _fetchable(self, fp: _FetchPartition, replica_id: int) -> tuple[Partition | None, int]:
+        """The partition to read and the error to answer instead (NONE when readable)."""
+        if fp.name is None:
+            return None, E.UNKNOWN_TOPIC_ID
+        p = self.partitions.get((fp.name, fp.partition))
+        if p is None or not p.is_leader:
+            timg = self.image.topic(fp.name)
+            if timg is None or not 0 <= fp.partition < timg.partition_count:
+                return None, E.UNKNOWN_TOPIC_OR_PARTITION
+            return None, E.NOT_LEADER_OR_FOLLOWER
+        code = p.check_leader_epoch(fp.current_leader_epoch)
+        return p, code
+
+    def available_bytes(self, parts: list[_FetchPartition], replica_id: int) -> int:
+        """Bytes a fetch would return now (errors and divergence count as 'ready': answered at once)."""
         total = 0
-        logs = self.core.logs
-        for p in parts:
-            if p.name is None:
+        for fp in parts:
+            p, code = self._fetchable(fp, replica_id)
+            if p is None or code != E.NONE:
                 return 1 << 30
-            try:
-                plog = logs.get_log(p.name, p.partition)
-            except LogError:
+            plog = p.log
+            if fp.fetch_offset < plog.log_start_offset or fp.fetch_offset > plog.log_end_offset:
                 return 1 << 30
-            if p.fetch_offset < plog.log_start_offset or p.fetch_offset > plog.log_end_offset:
+            if replica_id >= 0 and self._diverging(p, fp) is not None:
                 return 1 << 30
-            if p.fetch_offset < plog.high_watermark:
+            limit = plog.log_end_offset if replica_id >= 0 else plog.high_watermark
+            if fp.fetch_offset < limit:
                 try:
-                    total += plog.read(p.fetch_offset, max(p.max_bytes, 1), True).size
+                    total += plog.read(fp.fetch_offset, max(fp.max_bytes, 1), True, max_offset=limit).size
                 except LogError:
                     return 1 << 30
         return total
 
-    def read_fetch(self, version: int, req: Obj, parts: list[_FetchPartition]) -> tuple[Obj, bool]:
+    def _current_leader(self, topic: str, partition: int) -> dict[str, int]:
+        pimg = self.image.partition(topic, partition)
+        if pimg is None:
+            return {"leader_id": -1, "leader_epoch": -1}
+        return {"leader_id": pimg.leader, "leader_epoch": pimg.leader_epoch}
+
+    def read_fetch(self, version: int, req: Obj, parts: list[_FetchPartition],
+                   replica_id: int = -1) -> tuple[Obj, bool]:
         """Read every requested partition now.  Returns (response body, must-answer-now)."""
-        logs = self.core.logs
         remaining = max(0, min(req.max_bytes, self.config.fetch_max_bytes))
         min_one = True
         urgent = False
         topics: list[dict[str, Any]] = []
         by_index: dict[int, dict[str, Any]] = {}
-        for p in parts:
-            tentry = by_index.get(p.topic_index)
+        leaders: set[int] = set()
+        for fp in parts:
+            tentry = by_index.get(fp.topic_index)
             if tentry is None:
-                tentry = {"topic": p.name or "", "topic_id": p.topic_id, "partitions": []}
-                by_index[p.topic_index] = tentry
+                tentry = {"topic": fp.name or "", "topic_id": fp.topic_id, "partitions": []}
+                by_index[fp.topic_index] = tentry
                 topics.append(tentry)
-            entry: dict[str, Any] = {"partition_index": p.partition, "error_code": 0, "high_watermark": -1,
+            entry: dict[str, Any] = {"partition_index": fp.partition, "error_code": 0, "high_watermark": -1,
                                      "last_stable_offset": -1, "log_start_offset": -1,
                                      "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             tentry["partitions"].append(entry)
-            if p.name is None:
-                entry["error_code"] = E.UNKNOWN_TOPIC_ID
+            p, code = self._fetchable(fp, replica_id)
+            if code == E.UNKNOWN_TOPIC_OR_PARTITION and version >= 13:
+                code = E.UNKNOWN_TOPIC_ID
+            if code != E.NONE or p is None:
+                entry["error_code"] = code
+                if code in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH) and fp.name is not None:
+                    current = self._current_leader(fp.name, fp.partition)
+                    entry["current_leader"] = current
+                    if current["leader_id"] >= 0:
+                        leaders.add(current["leader_id"])
                 urgent = True
                 continue
+            plog: PartitionLog = p.log
+            entry["high_watermark"] = plog.high_watermark
+            entry["last_stable_offset"] = plog.high_watermark
+            entry["log_start_offset"] = plog.log_start_offset
+            if replica_id >= 0:
+                diverging = self._diverging(p, fp)
+                if diverging is not None:
+                    entry["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
+                    urgent = True
+                    continue
+            limit_offset = plog.log_end_offset if replica_id >= 0 else plog.high_watermark
             try:
-                plog: PartitionLog = logs.get_log(p.name, p.partition)
-                limit = min(p.max_bytes, remaining)
-                result = plog.read(p.fetch_offset, limit, min_one)
+                result = plog.read(fp.fetch_offset, min(fp.max_bytes, remaining), min_one, max_offset=limit_offset)
             except OffsetOutOfRangeError:
                 entry["error_code"] = E.OFFSET_OUT_OF_RANGE
-                urgent = True
-                continue
-            except UnknownTopicOrPartitionError:
-                entry["error_code"] = E.UNKNOWN_TOPIC_ID if version >= 13 else E.UNKNOWN_TOPIC_OR_PARTITION
                 urgent = True
                 continue
             except LogError as exc:
                 entry["error_code"] = exc.error_code
                 urgent = True
                 continue
-            entry["high_watermark"] = result.high_watermark
-            entry["last_stable_offset"] = result.high_watermark
-            entry["log_start_offset"] = result.log_start_offset
             if req.isolation_level == 1:
                 entry["aborted_transactions"] = []
             region = _records_region(result)
@@ -250,22 +603,36 @@ class ReplicaManager:
                 entry["records"] = region
                 remaining = max(0, remaining - region.size)
                 min_one = False
-                self.metrics.bytes_out(p.name, region.size)
-        body = Obj(throttle_time_ms=0, error_code=0, session_id=0, responses=topics, node_endpoints=[])
+                self.metrics.bytes_out(fp.name or "", region.size)
+        body = Obj(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
+                   node_endpoints=self._node_endpoints(leaders) if version >= 16 else [])
         return body, urgent
 
-    # -- offsets ------------------------------------------------------------------------
+    def _node_endpoints(self, nodes: set[int]) -> list[dict[str, Any]]:
+        out = []
+        for node in sorted(nodes):
+            reg = self.image.brokers.get(node)
+            ep = reg.endpoint() if reg is not None else None
+            if reg is not None and ep is not None:
+                out.append({"node_id": node, "host": ep.host, "port": ep.port, "rack": reg.rack})
+        return out
 
+    # -- offsets ---------------------------------------------------------------------
     def handle_list_offsets(self, ctx: RequestContext, req: Obj) -> Obj:
-        logs = self.core.logs
         topics = []
         for t in req.topics:
             parts = []
             for p in t.partitions:
                 entry = {"partition_index": p.partition_index, "error_code": 0, "timestamp": -1, "offset": -1,
-                         "leader_epoch": 0}
+                         "leader_epoch": -1}
                 try:
-                    plog = logs.get_log(t.name, p.partition_index)
+                    partition = self.leader_partition(t.name, p.partition_index)
+                    code = partition.check_leader_epoch(p.get("current_leader_epoch", -1))
+                    if code != E.NONE:
+                        entry["error_code"] = code
+                        parts.append(entry)
+                        continue
+                    plog = partition.log
                     ts = p.timestamp
                     if ts == LATEST_TIERED:
                         offset, found_ts = -1, -1
@@ -276,23 +643,48 @@ class ReplicaManager:
                     else:
                         offset, found_ts = plog.list_offset(ts)
                     entry["offset"], entry["timestamp"] = offset, found_ts
-                    if offset < 0:
-                        entry["leader_epoch"] = -1
+                    if offset >= 0:
+                        entry["leader_epoch"] = (partition.leader_epoch if ts == LATEST
+                                                 else max(plog.epoch_cache.epoch_for_offset(offset), -1))
                 except LogError as exc:
                     entry["error_code"] = exc.error_code if exc.error_code != -1 else E.INVALID_REQUEST
                 parts.append(entry)
             topics.append({"name": t.name, "partitions": parts})
         return Obj(throttle_time_ms=0, topics=topics)
 
+    def handle_offset_for_leader_epoch(self, ctx: RequestContext, req: Obj) -> Obj:
+        """OffsetsForLeaderEpoch: where each requested epoch ends in the leader's log (KIP-101/279/320)."""
+        replica_id = req.get("replica_id", -2)
+        topics = []
+        for t in req.topics:
+            parts = []
+            for p in t.partitions:
+                entry = {"error_code": 0, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
+                try:
+                    partition = self.leader_partition(t.topic, p.partition)
+                    code = partition.check_leader_epoch(p.current_leader_epoch)
+                    if code != E.NONE:
+                        entry["error_code"] = code
+                    else:
+                        plog = partition.log
+                        epoch, end = plog.epoch_cache.end_offset_for(p.leader_epoch, plog.log_end_offset)
+                        if replica_id < 0 and end >= 0:
+                            end = min(end, plog.high_watermark)
+                        entry["leader_epoch"], entry["end_offset"] = epoch, end
+                except LogError as exc:
+                    entry["error_code"] = exc.error_code
+                parts.append(entry)
+            topics.append({"topic": t.topic, "partitions": parts})
+        return Obj(throttle_time_ms=0, topics=topics)
+
     def handle_delete_records(self, ctx: RequestContext, req: Obj) -> Obj:
-        logs = self.core.logs
         topics = []
         for t in req.topics:
             parts = []
             for p in t.partitions:
                 entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
                 try:
-                    plog = logs.get_log(t.name, p.partition_index)
+                    plog = self.leader_partition(t.name, p.partition_index).log
                     offset = plog.high_watermark if p.offset == -1 else p.offset
                     if offset < 0 or offset > plog.high_watermark:
                         raise OffsetOutOfRangeError(f"offset {offset} beyond the high watermark")
@@ -303,3 +695,14 @@ class ReplicaManager:
             topics.append({"name": t.name, "partitions": parts})
         return Obj(throttle_time_ms=0, topics=topics)
 
+    # -- observability -----------------------------------------------------------------
+    def under_replicated(self) -> list[TopicPartition]:
+        return sorted(tp for tp, p in self.partitions.items() if p.under_replicated)
+
+    def leader_count(self) -> int:
+        return sum(1 for p in self.partitions.values() if p.is_leader)
+
+
+class _NotLeader(LogError):
+    error_name = "NOT_LEADER_OR_FOLLOWER"
+    error_code = 6

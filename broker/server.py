@@ -254,9 +254,9 @@ class KafkaConnection(asyncio.Protocol):
 class KafkaServer:
     """Listener and connection registry: limits, idle reaping, graceful stop."""
 
-    def __init__(self, config: BrokerConfig, apis: KafkaApis) -> None:
+    def __init__(self, config: BrokerConfig, apis: KafkaApis | None = None) -> None:
         self.config = config
-        self.apis = apis
+        self.apis: KafkaApis = apis  # type: ignore[assignment]  # set before serve()
         self.connections: set[KafkaConnection] = set()
         self.server: asyncio.base_events.Server | None = None
         self.zero_copy = True
@@ -274,15 +274,27 @@ class KafkaServer:
         self.connections.discard(conn)
         self.apis.metrics.connections.set(len(self.connections))
 
-    async def start(self) -> tuple[str, int]:
+    async def bind(self) -> tuple[str, int]:
+        """Listen on the configured address without accepting yet (connections wait in the backlog)."""
         loop = asyncio.get_running_loop()
         self.server = await loop.create_server(
-            lambda: KafkaConnection(self), self.config.host, self.config.port, reuse_address=True, backlog=1024
+            lambda: KafkaConnection(self), self.config.host, self.config.port, reuse_address=True, backlog=1024,
+            start_serving=False,
         )
         sock = self.server.sockets[0]
         host, port = sock.getsockname()[:2]
-        self._reaper = asyncio.ensure_future(self._reap_idle())
         return host, port
+
+    async def serve(self) -> None:
+        """Start accepting connections (``apis`` must be set)."""
+        assert self.server is not None and self.apis is not None
+        await self.server.start_serving()
+        self._reaper = asyncio.ensure_future(self._reap_idle())
+
+    async def start(self) -> tuple[str, int]:
+        bound = await self.bind()
+        await self.serve()
+        return bound
 
     async def _reap_idle(self) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000

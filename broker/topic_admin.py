@@ -1,0 +1,203 @@
+"""TopicAdmin: creating, deleting and growing topics from any broker, through the metadata store.
+
+Any broker accepts CreateTopics / DeleteTopics / CreatePartitions (and creates
+topics on first use: auto-creation, the offsets topic).  It validates the
+request (names, partition counts, replication against the live brokers,
+configs), places replicas (:mod:`broker.cluster.placement`) and writes the
+topic record with a compare-and-set; the controller then gives the new
+partitions leaders.  Like Kafka's delayed create-topics, the answer waits
+(within the request's timeout) until this broker's metadata image shows
+leaders for every new partition, so a client's next Metadata finds them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from broker.cluster.image import MetadataImage
+from broker.cluster.kv import KVError
+from broker.cluster.metadata import MetadataService
+from broker.cluster.placement import PlacementError, assign_replicas
+from broker.cluster.records import TopicRecord
+from broker.log.errors import LogError
+from broker.log.manager import LogManager, validate_topic_name
+from protocol.error_codes import ErrorCode
+
+log = logging.getLogger("kbroker.topics")
+
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "TopicAdmin", "TopicError"]
+
+E = ErrorCode
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
+_OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), "retention.ms": "-1"}
+
+
+@dataclass
+class TopicError(Exception):
+    code: int
+    message: str
+
+
+class TopicAdmin:
+    def __init__(self, metadata: MetadataService, logs: LogManager, *, node_id: int) -> None:
+        self.metadata = metadata
+        self.image: MetadataImage = metadata.image
+        self.logs = logs
+        self.node_id = node_id
+        self._changed = asyncio.Event()
+        metadata.subscribe(lambda delta, image: self._changed.set())
+
+    # -- waiting on the image ---------------------------------------------------------
+    async def wait_until(self, ready: Callable[[], bool], timeout_s: float) -> bool:
+        """Wait until ``ready()`` holds in the image (or the timeout passes); returns whether it held."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, timeout_s)
+        while not ready():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                return ready()
+        return True
+
+    def has_leaders(self, name: str, partitions: Sequence[int] | None = None) -> bool:
+        t = self.image.topic(name)
+        if t is None:
+            return False
+        wanted = range(t.partition_count) if partitions is None else partitions
+        for p in wanted:
+            part = t.partitions.get(p)
+            if part is None or part.leader < 0 or not self.image.is_alive(part.leader):
+                return False
+        return True
+
+    # -- create ----------------------------------------------------------------------
+    def plan(self, name: str, partitions: int, replication_factor: int,
+             assignment: Sequence[Sequence[int]] | None, configs: Mapping[str, str | None]) -> TopicRecord:
+        """Validate a new topic and place its replicas; raises TopicError with Kafka's code."""
+        try:
+            validate_topic_name(name)
+        except LogError as exc:
+            raise TopicError(E.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal: {exc.detail}") from None
+        if self.image.topic(name) is not None:
+            raise TopicError(E.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        live = sorted(self.image.brokers)
+        if assignment:
+            replicas = [tuple(r) for r in assignment]
+            for r in replicas:
+                if not r or len(set(r)) != len(r):
+                    raise TopicError(E.INVALID_REPLICA_ASSIGNMENT, "each partition needs distinct replicas")
+                if any(b not in self.image.brokers for b in r):
+                    raise TopicError(E.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Replica assignment {list(r)} names brokers that are not alive")
+            if len({len(r) for r in replicas}) != 1:
+                raise TopicError(E.INVALID_REPLICA_ASSIGNMENT, "all partitions need the same replication factor")
+        else:
+            if partitions <= 0:
+                raise TopicError(E.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            if replication_factor <= 0:
+                raise TopicError(E.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+            if replication_factor > len(live):
+                raise TopicError(E.INVALID_REPLICATION_FACTOR,
+                                 f"Unable to replicate the partition {replication_factor} time(s): The target "
+                                 f"replication factor of {replication_factor} cannot be reached because only "
+                                 f"{len(live)} broker(s) are registered.")
+            racks = {b: self.image.brokers[b].rack for b in live}
+            try:
+                replicas = assign_replicas(live, partitions, replication_factor, racks=racks)
+            except PlacementError as exc:
+                raise TopicError(E.INVALID_REPLICATION_FACTOR, str(exc)) from None
+        try:
+            overrides = self.logs.validate_configs(configs)
+        except LogError as exc:
+            raise TopicError(exc.error_code, exc.detail or str(exc)) from None
+        return TopicRecord(name, uuid.uuid4(), tuple(replicas), overrides)
+
+    async def create(self, record: TopicRecord, timeout_s: float) -> None:
+        """Write a planned topic; wait (up to ``timeout_s``) for its partitions to have leaders."""
+        try:
+            created = await self.metadata.create_topic(record)
+        except KVError as exc:
+            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+        if not created:
+            raise TopicError(E.TOPIC_ALREADY_EXISTS, f"Topic '{record.name}' already exists.")
+        log.info("created topic %s (%s): %d partitions, replicas %s", record.name, record.topic_id,
+                 record.partitions, [list(r) for r in record.assignment])
+        await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)
+
+    async def ensure_offsets_topic(self, partitions: int, replication_factor: int, timeout_s: float) -> int:
+        """Create ``__consumer_offsets`` once enough brokers are alive; E.NONE when it exists (with leaders)."""
+        if self.image.topic(OFFSETS_TOPIC) is None:
+            if len(self.image.brokers) < replication_factor:
+                return E.COORDINATOR_NOT_AVAILABLE
+            try:
+                record = self.plan(OFFSETS_TOPIC, partitions, replication_factor, None, _OFFSETS_TOPIC_CONFIGS)
+                await self.create(record, timeout_s)
+            except TopicError as exc:
+                if exc.code != E.TOPIC_ALREADY_EXISTS:
+                    log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc.message)
+                    return E.COORDINATOR_NOT_AVAILABLE
+        return E.NONE
+
+    # -- delete / grow ---------------------------------------------------------------
+    async def delete(self, name: str) -> None:
+        t = self.image.topic(name)
+        if t is None:
+            raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        if name in INTERNAL_TOPICS:
+            raise TopicError(E.INVALID_TOPIC_EXCEPTION, "Internal topics cannot be deleted")
+        try:
+            deleted = await self.metadata.delete_topic(name, t.topic_id)
+        except KVError as exc:
+            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+        if not deleted:
+            raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+        log.info("deleted topic %s (%s)", name, t.topic_id)
+        await self.wait_until(lambda: self.image.topic(name) is None, 5.0)
+
+    def plan_partitions(self, name: str, count: int, assignment: Sequence[Sequence[int]] | None) -> TopicRecord:
+        t = self.image.topic(name)
+        if t is None:
+            raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic")
+        if name in INTERNAL_TOPICS:
+            raise TopicError(E.INVALID_TOPIC_EXCEPTION, "internal topic")
+        current = t.partition_count
+        if count <= current:
+            raise TopicError(E.INVALID_PARTITIONS, f"Topic currently has {current} partitions, which is higher "
+                                                   f"than or equal to the requested {count}.")
+        rf = len(t.record.assignment[0]) if t.record.assignment else 1
+        if assignment is not None:
+            if len(assignment) != count - current:
+                raise TopicError(E.INVALID_REPLICA_ASSIGNMENT, "assignment count mismatch")
+            extra = [tuple(r) for r in assignment]
+            if any(len(r) != rf or len(set(r)) != rf or any(b not in self.image.brokers for b in r)
+                   for r in extra):
+                raise TopicError(E.INVALID_REPLICA_ASSIGNMENT, "bad replica assignment")
+        else:
+            live = sorted(self.image.brokers)
+            if rf > len(live):
+                raise TopicError(E.INVALID_REPLICATION_FACTOR,
+                                 f"only {len(live)} broker(s) are alive for replication factor {rf}")
+            extra = assign_replicas(live, count - current, rf, start_partition=current,
+                                    racks={b: self.image.brokers[b].rack for b in live})
+        return TopicRecord(name, t.topic_id, (*t.record.assignment, *extra), t.configs)
+
+    async def add_partitions(self, record: TopicRecord, timeout_s: float) -> None:
+        t = self.image.topic(record.name)
+        if t is None:
+            raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic")
+        try:
+            ok = await self.metadata.update_topic(record, t.mod_revision)
+        except KVError as exc:
+            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+        if not ok:
+            raise TopicError(E.REASSIGNMENT_IN_PROGRESS, "the topic changed meanwhile; retry")
+        await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)

@@ -142,6 +142,7 @@ class BrokerCore:
                                   metadata=self.metadata, producer_ids=self.producer_ids, logs=self.logs)
             self.server.apis = self.apis
             self.replica_manager.start()
+            await self._prepare_coordinators()
             await self.server.serve()
         except BaseException:
             await self._abort_start()
@@ -155,6 +156,19 @@ class BrokerCore:
         log.info("kbroker node %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s (%s)",
                  config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id,
                  self.kv.description)
+
+    async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:
+        """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
+        coordinator shards finish loading (as a restarted single broker had its groups loaded at once)."""
+        from broker.topic_admin import OFFSETS_TOPIC
+
+        config = self.config
+        if self.metadata.image.topic(OFFSETS_TOPIC) is None:
+            await self.topics.ensure_offsets_topic(config.offsets_topic_num_partitions,
+                                                   config.offsets_replication_factor, timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while any(s.loading for s in self.group_service.shards.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     def _store(self) -> MetadataKV:
         config = self.config

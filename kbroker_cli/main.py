@@ -4,6 +4,7 @@
     kbroker topics create orders --partitions 6 --config retention.ms=86400000
     kbroker topics describe orders
     kbroker topics delete orders
+    kbroker cluster describe
     kbroker groups list
     kbroker groups describe billing
     seq 1 1000 | kbroker produce orders
@@ -93,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     t = tsub.add_parser("delete", help="delete a topic")
     t.add_argument("name")
     t.add_argument("--if-exists", action="store_true", help="succeed if the topic does not exist")
+
+    cluster = sub.add_parser("cluster", help="brokers, controller and partition health of the cluster")
+    csub = cluster.add_subparsers(dest="action", metavar="ACTION")
+    c = csub.add_parser("describe", help="brokers, controller, under-replicated and offline partitions")
+    c.add_argument("--json", action="store_true", help="one JSON object")
 
     groups = sub.add_parser("groups", help="list and describe consumer groups")
     gsub = groups.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
@@ -301,6 +307,42 @@ async def topics_describe(ctx: Ctx, args: argparse.Namespace) -> int:
         print(f"\tTopic: {args.name}\tPartition: {row['partition']}\tLeader: {row['leader']}\t"
               f"Replicas: {','.join(map(str, row['replicas']))}\tIsr: {','.join(map(str, row['isr']))}\t"
               f"LogStartOffset: {row['log_start_offset']}\tLogEndOffset: {row['log_end_offset']}")
+    return EXIT_OK
+
+
+# -- cluster ---------------------------------------------------------------------------------------
+
+
+async def cluster_describe(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        desc = await admin.describe_cluster()
+        admin.net.set_topics(None)
+        md = await admin.net.refresh_metadata()
+    brokers = sorted(desc.brokers, key=lambda b: b.node_id)
+    under, offline = [], []
+    for name, t in sorted(md.topics.items()):
+        for p, info in sorted(t.partitions.items()):
+            row = {"topic": name, "partition": p, "leader": info.leader, "replicas": list(info.replicas),
+                   "isr": list(info.isr)}
+            if info.leader < 0:
+                offline.append(row)
+            elif len(info.isr) < len(info.replicas):
+                under.append(row)
+    data = {"cluster_id": desc.cluster_id, "controller": desc.controller_id,
+            "brokers": [{"id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in brokers],
+            "under_replicated_partitions": under, "offline_partitions": offline}
+    if args.json:
+        print(json.dumps(data))
+        return EXIT_OK
+    print(f"ClusterId: {desc.cluster_id}\tController: {desc.controller_id}\tBrokers: {len(brokers)}")
+    _table([["ID", "HOST", "PORT", "RACK", "ROLE"]] + [
+        [str(b.node_id), b.host, str(b.port), b.rack or "-", "controller" if b.node_id == desc.controller_id else ""]
+        for b in brokers], sys.stdout)
+    for title, rows in (("Under-replicated partitions", under), ("Offline partitions", offline)):
+        print(f"{title}: {len(rows)}")
+        for r in rows:
+            print(f"\t{r['topic']}-{r['partition']}\tLeader: {r['leader']}\t"
+                  f"Replicas: {','.join(map(str, r['replicas']))}\tIsr: {','.join(map(str, r['isr']))}")
     return EXIT_OK
 
 
@@ -734,6 +776,7 @@ _COMMANDS = {
     ("topics", "create"): topics_create,
     ("topics", "describe"): topics_describe,
     ("topics", "delete"): topics_delete,
+    ("cluster", "describe"): cluster_describe,
     ("groups", "list"): groups_list,
     ("groups", "describe"): groups_describe,
     ("groups", "delete"): groups_delete,

@@ -64,8 +64,12 @@ def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
 
 
 class BrokerCore:
-    def __init__(self, config: BrokerConfig) -> None:
+    """``kv``: a metadata store to use instead of the configured one (several in-process brokers sharing
+    one :class:`LocalKV` form a cluster without etcd — how the cluster logic is tested in process)."""
+
+    def __init__(self, config: BrokerConfig, *, kv: MetadataKV | None = None) -> None:
         self.config = config
+        self._kv_override = kv
         self.metrics = BrokerMetrics()
         self.faults = FaultInjector()
         self.advertised: tuple[str, int] = config.advertised_host_port
@@ -117,9 +121,9 @@ class BrokerCore:
                     max_bytes=config.replica_fetch_max_bytes,
                     response_max_bytes=config.replica_fetch_response_max_bytes,
                     backoff_ms=config.replica_fetch_backoff_ms, socket_timeout_ms=config.replica_socket_timeout_ms),
-                self.timer, broker=self.metadata.image.brokers.get,
+                self.timer, broker=lambda node: self.metadata.image.brokers.get(node),
                 broker_epoch=lambda: self.metadata.broker_epoch,
-                topic_name=self.metadata.image.topic_name)
+                topic_name=lambda topic_id: self.metadata.image.topic_name(topic_id))
             self.replica_manager = ReplicaManager(
                 local_id=config.node_id, config=config, logs=self.logs, metrics=self.metrics, timer=self.timer,
                 metadata=self.metadata, fetchers=self.fetchers)
@@ -172,6 +176,8 @@ class BrokerCore:
 
     def _store(self) -> MetadataKV:
         config = self.config
+        if self._kv_override is not None:
+            return self._kv_override
         if not config.cluster:
             return LocalKV(config.data_path)
         from broker.cluster.etcd_kv import EtcdKV, parse_etcd_url

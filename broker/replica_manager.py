@@ -303,6 +303,7 @@ class ReplicaManager:
         task.add_done_callback(self._alter_tasks.discard)
 
     async def _alter_isr(self, partition: Partition, revision: int, record: PartitionRecord, shrink: bool) -> None:
+        before = list(partition.isr)
         try:
             ok = await self.metadata.alter_partition(partition.topic, partition.partition, revision, record)
         except KVError as exc:
@@ -311,8 +312,7 @@ class ReplicaManager:
             ok = False
         if ok:
             (self.metrics.isr_shrinks if shrink else self.metrics.isr_expands).inc()
-            log.info("%s-%d: ISR %s -> %s", partition.topic, partition.partition, list(partition.isr),
-                     list(record.isr))
+            log.info("%s-%d: ISR %s -> %s", partition.topic, partition.partition, before, list(record.isr))
         elif partition.pending_isr == record.isr:
             partition.pending_isr = None  # someone else changed the partition; the image will tell
 

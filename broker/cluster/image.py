@@ -146,7 +146,15 @@ class MetadataImage:
     def load(self, kvs: Iterable[KeyValue], revision: int) -> MetadataDelta:
         """Replace everything with a full listing taken at ``revision``."""
         old_topics = {name: t.topic_id for name, t in self.topics.items()}
-        self.__init__()  # type: ignore[misc]
+        # the containers are cleared in place: components hold references to them
+        self.cluster_id = None
+        self.brokers.clear()
+        self.controller = None
+        self.controller_epoch = 0
+        self.controller_epoch_revision = 0
+        self.topics.clear()
+        self.topic_ids.clear()
+        self._waiting.clear()
         delta = MetadataDelta(full=True)
         for kv in kvs:
             self._put(kv, delta)

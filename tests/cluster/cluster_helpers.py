@@ -48,8 +48,8 @@ def create_topic(cluster: KBrokerCluster, name: str, partitions: int = 1, rf: in
                  config: dict[str, str] | None = None) -> None:
     from confluent_kafka.admin import NewTopic
 
-    futures = admin(cluster.bootstrap_servers).create_topics(
-        [NewTopic(name, partitions, rf, config=config or {})], operation_timeout=30)
+    client = admin(cluster.bootstrap_servers)  # keep it alive until the future resolves
+    futures = client.create_topics([NewTopic(name, partitions, rf, config=config or {})], operation_timeout=30)
     futures[name].result(60)
     wait_for(lambda: all(
         (info := partition_info(cluster, name, p)) is not None and info.leader >= 0 and len(info.isrs) == rf

@@ -177,8 +177,8 @@ def test_kill9_controller_another_takes_over(cluster: KBrokerCluster) -> None:
              "a new controller")
     from confluent_kafka.admin import NewTopic
 
-    fut = admin(cluster.bootstrap_servers).create_topics([NewTopic("after", 3, 2)], operation_timeout=30)["after"]
-    fut.result(60)
+    client = admin(cluster.bootstrap_servers)
+    client.create_topics([NewTopic("after", 3, 2)], operation_timeout=30)["after"].result(60)
     for p in range(3):
         wait_for(lambda p=p: leader_of(cluster, "after", p) in {1, 2, 3} - {controller}, "leaders for the new topic")
 
@@ -192,6 +192,8 @@ def test_divergent_tail_is_truncated_when_the_old_leader_returns(cluster: KBroke
     for f in followers:
         os.kill(cluster.brokers[f].proc.pid, signal.SIGSTOP)  # type: ignore[union-attr]
     try:
+        # their fetches parked at the leader expire (replica.fetch.wait.max.ms) and none follow
+        time.sleep(1.0)
         # acks=1: acknowledged by the leader alone, which then dies before anyone copied it
         assert raw_produce(cluster.brokers[leader].bootstrap_servers, "div", 0, [b"lost-%d" % i for i in range(5)],
                            acks=1) == 0

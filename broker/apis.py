@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from broker.internal_topics import is_internal_topic
 from broker.log.errors import InvalidTopicError, LogError
 from broker.log.manager import validate_topic_name
 from protocol.api import (
@@ -222,7 +223,7 @@ class KafkaApis:
         if not valid_topic_name(name):
             return {"error_code": E.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": [], "is_internal": False}
         info = logs.topic(name)
-        if info is None and auto_create and not name.startswith("__"):
+        if info is None and auto_create and not is_internal_topic(name):
             try:
                 self.core.create_topic(name, self.config.num_partitions, {})
             except LogError as exc:
@@ -236,7 +237,7 @@ class KafkaApis:
              "replica_nodes": [node], "isr_nodes": [node], "offline_replicas": []}
             for p in range(info.partitions)
         ]
-        return {"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": name.startswith("__"),
+        return {"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": is_internal_topic(name),
                 "partitions": partitions, "topic_authorized_operations": -2147483648}
 
     def describe_cluster(self, ctx: RequestContext, req: Obj) -> Obj:
@@ -288,12 +289,9 @@ class KafkaApis:
         if req.transactional_id is not None:
             return Obj(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                        producer_id=-1, producer_epoch=-1)
-        if req.producer_id >= 0 and req.producer_epoch >= 0:
-            epoch = req.producer_epoch + 1
-            if epoch > 32767:
-                return Obj(throttle_time_ms=0, error_code=0, producer_id=self.core.allocate_producer_id(),
-                           producer_epoch=0)
-            return Obj(throttle_time_ms=0, error_code=0, producer_id=req.producer_id, producer_epoch=epoch)
+        # As Kafka's TransactionCoordinator: a non-transactional producer always gets a fresh
+        # producer id at epoch 0, whatever id/epoch it names (bumping a named id would let any
+        # client fence another producer's id).
         return Obj(throttle_time_ms=0, error_code=0, producer_id=self.core.allocate_producer_id(), producer_epoch=0)
 
     # -- topic admin --------------------------------------------------------------------------
@@ -315,6 +313,10 @@ class KafkaApis:
             return fail(E.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
         if self.core.logs.topic(name) is not None:
             return fail(E.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if is_internal_topic(name):
+            # only the broker creates its internal topics (an admin-made one could never be
+            # written to nor deleted: produce and delete refuse internal topics)
+            return fail(E.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' is reserved for internal use")
         if t.assignments:
             partitions = len(t.assignments)
             if t.num_partitions != -1 or t.replication_factor != -1:
@@ -378,7 +380,7 @@ class KafkaApis:
                 entry["error_message"] = "This server does not host this topic-partition."
             elif not self.config.delete_topic_enable:
                 entry["error_code"] = E.TOPIC_DELETION_DISABLED
-            elif name.startswith("__"):
+            elif is_internal_topic(name):
                 entry["error_code"] = E.INVALID_TOPIC_EXCEPTION
                 entry["error_message"] = "Internal topics cannot be deleted"
             else:
@@ -394,7 +396,7 @@ class KafkaApis:
             entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
             if info is None:
                 entry.update(error_code=E.UNKNOWN_TOPIC_OR_PARTITION, error_message="unknown topic")
-            elif t.name.startswith("__"):
+            elif is_internal_topic(t.name):
                 entry.update(error_code=E.INVALID_TOPIC_EXCEPTION, error_message="internal topic")
             elif t.count <= info.partitions:
                 entry.update(error_code=E.INVALID_PARTITIONS,

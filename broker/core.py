@@ -17,6 +17,7 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from broker.faults import FaultInjector
+from broker.internal_topics import OFFSETS_TOPIC
 from broker.log.errors import LogError
 from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics
@@ -24,7 +25,6 @@ from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 _PRODUCER_ID_BLOCK = 1000
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.group.config import GroupConfig
 from broker.group.coordinator import GroupCoordinator
+from broker.internal_topics import OFFSETS_TOPIC
 from protocol.primitives import Obj
 from protocol.records import decode_record_set, encode_batch
 from protocol.timing_wheel import TimerTask
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from broker.core import BrokerCore
 
 log = logging.getLogger("kbroker.group")
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _now_ms() -> int:

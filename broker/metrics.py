@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
+from broker.internal_topics import is_internal_topic
+
 if TYPE_CHECKING:
     from broker.core import BrokerCore
 
@@ -242,7 +244,7 @@ class _StateCollector:
         all_bytes = 0
         for topic, partition, end, nbytes, first, _hw in sorted(parts):
             all_bytes += nbytes
-            if topic.startswith("__"):
+            if is_internal_topic(topic):
                 continue
             if topic not in labelled:
                 if self.metrics.topic_label(topic) == OTHER:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from broker.internal_topics import is_internal_topic
 from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from broker.server import FileRegion
@@ -104,6 +105,10 @@ class ReplicaManager:
                     entry = self._produce_error(pd.index, E.INVALID_REQUIRED_ACKS)
                 elif req.transactional_id is not None:
                     entry = self._produce_error(pd.index, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                elif is_internal_topic(topic.name):
+                    # only the coordinators write their topics: a forged record would be replayed at startup
+                    entry = self._produce_error(pd.index, E.INVALID_TOPIC_EXCEPTION,
+                                                f"Cannot append to internal topic {topic.name}")
                 else:
                     entry = self._append_partition(topic.name, pd.index, pd.records, version)
                 any_error = any_error or entry["error_code"] != 0

@@ -62,12 +62,14 @@ def _load_chain(ctx: ssl.SSLContext, certfile: str | os.PathLike[str],
                 keyfile: str | os.PathLike[str] | None, password: str | None) -> None:
     cert = _require_file("ssl.certfile", certfile)
     key = _require_file("ssl.keyfile", keyfile) if keyfile else None
+    secret = (password or "").encode()
     try:
-        ctx.load_cert_chain(cert, key, password=password.encode() if password is not None else None)
-    except ssl.SSLError as exc:
+        # Always a callable: with none, OpenSSL would prompt on the terminal for an encrypted key.
+        ctx.load_cert_chain(cert, key, password=lambda: secret)
+    except (ssl.SSLError, OSError) as exc:
         hint = " (wrong or missing ssl.keyfile.password?)" if key or password is not None else ""
-        raise ValueError(f"ssl.certfile / ssl.keyfile: cannot load the certificate and key: "
-                         f"{exc.reason or exc.__class__.__name__}{hint}") from None
+        reason = getattr(exc, "reason", None) or exc.__class__.__name__
+        raise ValueError(f"ssl.certfile / ssl.keyfile: cannot load the certificate and key: {reason}{hint}") from None
 
 
 def _load_ca(ctx: ssl.SSLContext, cafile: str | os.PathLike[str]) -> None:

@@ -15,14 +15,15 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from broker.group.config import GroupConfig
 from broker.group.coordinator import GroupCoordinator
 from broker.internal_topics import OFFSETS_TOPIC
+from protocol.errors import ProtocolError
 from protocol.primitives import Obj
-from protocol.records import decode_record_set, encode_batch
+from protocol.records import CorruptRecordError, decode_batch, encode_batch
 from protocol.timing_wheel import TimerTask
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class GroupService:
             max_size=c.group_max_size,
             offsets_retention_ms=c.offsets_retention_minutes * 60_000,
             offset_metadata_max_bytes=c.offset_metadata_max_bytes,
-            offsets_topic_num_partitions=c.offsets_topic_num_partitions,
+            offsets_topic_num_partitions=self._offsets_partitions(),
             offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
         )
         self.coordinator = GroupCoordinator(self.config, now_ms=_now_ms(), partition_count=self._partition_count)
@@ -64,32 +65,63 @@ class GroupService:
 
     # -- startup ---------------------------------------------------------------------
 
+    def _offsets_partitions(self) -> int:
+        """The partition count group placement uses: the existing topic's, as in Kafka.
+
+        ``offsets.topic.num.partitions`` only sizes the topic when it is created; once it exists
+        its real count governs ``partitionFor`` and loading, whatever the setting says now.
+        """
+        configured = self.core.config.offsets_topic_num_partitions
+        info = self.core.logs.topic(OFFSETS_TOPIC)
+        if info is None:
+            return configured
+        if info.partitions != configured:
+            log.warning("%s has %d partitions; offsets.topic.num.partitions=%d applies only when the "
+                        "topic is created, so groups stay placed over %d partitions",
+                        OFFSETS_TOPIC, info.partitions, configured, info.partitions)
+        return info.partitions
+
     def load(self) -> None:
-        """Replay ``__consumer_offsets`` into the coordinator."""
+        """Replay ``__consumer_offsets`` into the coordinator.
+
+        A record that does not decode (a batch with a bad CRC or bad records, a key or value of
+        no known shape) is logged with its partition and offset, counted in
+        ``kbroker_offsets_load_errors_total`` and skipped: one bad record never stops startup.
+        """
         logs = self.core.logs
         started = time.perf_counter()
-        records = 0
+        records = errors = 0
         for partition in range(self.config.offsets_topic_num_partitions):
             plog = logs.get_log(OFFSETS_TOPIC, partition)
-            offset = plog.log_start_offset
-            end = plog.log_end_offset
-            while offset < end:
-                data = plog.read_bytes(offset, 4 << 20)
-                if not data:
-                    break
-                last = offset
-                for rec in decode_record_set(data):
-                    if rec.offset < offset:
+            start = plog.log_start_offset
+            for header, data in plog.iter_batches(start):
+                if header.is_control:
+                    continue
+                try:
+                    _, batch = decode_batch(data)
+                except CorruptRecordError as exc:
+                    errors += self._load_error(partition, header.base_offset, exc, "batch")
+                    continue
+                for rec in batch:
+                    if rec.offset < start:
                         continue
-                    if rec.key is not None:
+                    try:
+                        if rec.key is None:
+                            raise ProtocolError("record without a key")
                         self.coordinator.load(partition, rec.key, rec.value)
-                        records += 1
-                    last = rec.offset
-                if last + 1 <= offset:
-                    break
-                offset = last + 1
+                    except Exception as exc:  # any undecodable record: skip it, never stop startup
+                        errors += self._load_error(partition, rec.offset, exc, "record")
+                        continue
+                    records += 1
         self._apply(self.coordinator.complete_load(_now_ms()))
-        log.info("loaded %d __consumer_offsets records in %.3fs", records, time.perf_counter() - started)
+        log.info("loaded %d __consumer_offsets records in %.3fs%s", records, time.perf_counter() - started,
+                 f" ({errors} unreadable, skipped)" if errors else "")
+
+    def _load_error(self, partition: int, offset: int, exc: Exception, what: str) -> int:
+        log.error("skipping unreadable %s at %s-%d offset %d: %s: %s", what, OFFSETS_TOPIC, partition, offset,
+                  type(exc).__name__, exc)
+        self.core.metrics.offsets_load_errors.inc()
+        return 1
 
     # -- request entry points -----------------------------------------------------------
 
@@ -135,6 +167,11 @@ class GroupService:
             plog.append(bytearray(batch))
             self.core.replica_manager.on_internal_append(OFFSETS_TOPIC, partition)
 
+    def _forget_groups(self, group_ids: Iterable[str]) -> None:
+        """Groups that no longer exist (deleted, or expired Empty): drop their rebalance tracking."""
+        for group_id in group_ids:
+            self._generations.pop(group_id, None)
+
     def _track_rebalances(self, only: str | None = None) -> None:
         """Count generations that completed since the last look (for the rebalance metrics).
 
@@ -148,6 +185,8 @@ class GroupService:
         groups = self.coordinator.groups
         if only is not None:
             group = groups.get(only)
+            if group is None:
+                seen.pop(only, None)
             items: Any = () if group is None else ((only, group),)
         else:
             items = groups.items()

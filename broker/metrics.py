@@ -87,6 +87,9 @@ class BrokerMetrics:
         self.rebalance_seconds = Histogram("kbroker_group_rebalance_duration_seconds",
                                            "Time from PreparingRebalance to the new generation",
                                            buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300), registry=r)
+        self.offsets_load_errors = Counter("kbroker_offsets_load_errors",
+                                           "__consumer_offsets records skipped at startup because they do "
+                                           "not decode", registry=r)
         r.register(_StateCollector(core, self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}

@@ -3,6 +3,11 @@
 Owns what is broker-wide rather than per-request: the cluster id, producer-id
 allocation, the shared timing-wheel driver, the log manager, the internal
 ``__consumer_offsets`` topic, periodic maintenance, and the metrics endpoint.
+
+A failed fsync (or any I/O failure the storage layer reports) takes the data
+directory offline (``broker.log.dir_failure``); the core then logs one CRITICAL
+line and stops the broker, as Kafka does when its last log directory fails.
+``failure`` says why, and ``python -m broker`` exits with ``EXIT_LOG_DIR_FAILURE``.
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ from typing import Any
 from broker.config import BrokerConfig
 from broker.faults import FaultInjector
 from broker.internal_topics import OFFSETS_TOPIC
-from broker.log.errors import LogError
+from broker.log.dir_failure import LogDirFailure
+from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
+from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.metrics import BrokerMetrics
 from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker")
 
 _PRODUCER_ID_BLOCK = 1000
+EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
 
 
 def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
@@ -56,6 +64,10 @@ class BrokerCore:
         self._producer_id_next = 0
         self._producer_id_limit = 0
         self.started = False
+        #: Why the data directory went offline (the broker then stops itself); None while healthy.
+        self.failure: LogDirFailure | None = None
+        self._stopping: asyncio.Future[None] | None = None
+        self._stopped = asyncio.Event()
 
     async def start(self) -> None:
         from broker.apis import KafkaApis
@@ -69,6 +81,7 @@ class BrokerCore:
         self.cluster_id = self._load_cluster_id()
         self.timer = WheelTimer(asyncio.get_running_loop())
         self.logs = LogManager(data, default_configs=broker_log_defaults(config))
+        self.logs.dir_failure.add_listener(self._on_log_dir_failure)
         for (topic, partition), report in self.logs.recovery_reports.items():
             if report.repaired:
                 log.warning("recovered %s-%d: %s", topic, partition, report.describe())
@@ -94,52 +107,92 @@ class BrokerCore:
                  config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id)
 
     async def stop(self) -> None:
-        if not self.started:
-            return
+        """Stop (once; a second call waits for the first).  An offline data directory is closed
+        without flushing or checkpointing: its recovery points stay where they were."""
+        if self._stopping is None:
+            if not self.started:
+                return
+            self._stopping = asyncio.ensure_future(self._stop())
+        await asyncio.shield(self._stopping)
+
+    async def wait_stopped(self) -> None:
+        """Return once the broker has stopped (by ``stop()`` or by a log directory failure)."""
+        await self._stopped.wait()
+
+    def _on_log_dir_failure(self, failure: LogDirFailure) -> None:
+        self.failure = failure
+        log.critical("log directory %s is offline: %s; stopping the broker (a restart recovers from the "
+                     "last recovery point)", failure.directory, failure.describe())
+        if self.started:
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop()))
+
+    async def _stop(self) -> None:
         self.started = False
-        await self.server.stop()
-        for task in self._tasks:
-            task.cancel()
-        self.group_service.close()
-        self.timer.close()
         try:
-            self.logs.flush_all()
+            await self.server.stop()
+            for task in self._tasks:
+                task.cancel()
+            self.group_service.close()
+            self.timer.close()
+            try:
+                self.logs.flush_all()  # does nothing once the directory is offline
+            finally:
+                self.logs.close()
+            self.metrics.close()
+            log.info("kbroker node %d stopped", self.config.node_id)
         finally:
-            self.logs.close()
-        self.metrics.close()
-        log.info("kbroker node %d stopped", self.config.node_id)
+            self._stopped.set()
 
     async def _maintenance_loop(self) -> None:
+        """Flush rounds, compaction swaps and (every retention check interval) log maintenance,
+        until the data directory goes offline."""
         interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
         loop = asyncio.get_running_loop()
         retention_every = self.config.log_retention_check_interval_ms / 1000
         next_retention = time.monotonic() + retention_every
-        while True:
+        while not self.logs.offline:
             await asyncio.sleep(interval)
             try:
                 await self._flush_due_logs(loop)
+                self.logs.apply_cleaned()
                 if time.monotonic() >= next_retention:
                     next_retention = time.monotonic() + retention_every
-                    self.logs.maintenance()
+                    self.logs.maintenance(flush=False)  # flushing is _flush_due_logs' job, off the loop
+            except KafkaStorageError:
+                if self.logs.offline:
+                    return  # _on_log_dir_failure has said so and is stopping the broker
+                log.exception("maintenance failed")
             except Exception:
                 log.exception("maintenance failed")
 
     async def _flush_due_logs(self, loop: asyncio.AbstractEventLoop) -> None:
-        """fsync logs whose ``flush.ms`` has passed, off the event loop."""
-        now = self.logs.clock()
-        due = [plog for plog in self.logs.logs() if plog.flush_due(now)]
-        if not due:
-            return
-        tickets = [(plog, plog.prepare_flush()) for plog in due]
+        """fsync the logs whose ``flush.ms`` has passed, off the event loop.
 
-        def run_all() -> None:
+        Costs the logs with unflushed data only.  Every ticket runs (and closes its descriptors)
+        even when another fails; a failed one advances nothing and takes the directory offline.
+        """
+        logs = self.logs
+        tickets: list[tuple[PartitionLog, FlushTicket]] = []
+        try:
+            for plog in logs.logs_due_for_flush(logs.clock()):
+                tickets.append((plog, plog.prepare_flush()))
+        except BaseException:
             for _, ticket in tickets:
-                ticket.run()
-
-        await loop.run_in_executor(None, run_all)
+                ticket.close()
+            raise
+        if not tickets:
+            return
+        await loop.run_in_executor(None, FlushTicket.run_all, [ticket for _, ticket in tickets])
+        failed: KafkaStorageError | None = None
         for plog, ticket in tickets:
-            if plog in self.logs.logs():
+            if not logs.is_open(plog):
+                continue  # closed or its topic deleted meanwhile
+            try:
                 plog.complete_flush(ticket)
+            except KafkaStorageError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     # -- broker-wide state -------------------------------------------------------------
 
@@ -184,7 +237,10 @@ class BrokerCore:
         return topic_id
 
     def delete_topic(self, name: str) -> None:
+        info = self.logs.topic(name)
         self.logs.delete_topic(name)
+        if info is not None:
+            self.replica_manager.partitions_removed((name, p) for p in range(info.partitions))
         self.metrics.topics_changed()
 
     def add_partitions(self, name: str, count: int) -> None:

@@ -98,11 +98,10 @@ def test_offsets_survive_a_change_of_offsets_topic_num_partitions(tmp_path: Path
     bp = BrokerProcess(tmp_path / "data", extra_args=["--set", "offsets.topic.num.partitions=10"])
     groups = {f"g{i}": {("t", i % 3): 100 + i} for i in range(25)}
     assert len({coordinator_partition(g, 10) for g in groups}) > 5   # spread over the 10 partitions
-    with bp:
-        with bp.raw() as client:
-            assert client.create_topic("t", 3) == 0
-            for group, offsets in groups.items():
-                commit(client, group, offsets)
+    with bp, bp.raw() as client:
+        assert client.create_topic("t", 3) == 0
+        for group, offsets in groups.items():
+            commit(client, group, offsets)
     for count in (50, 3):
         bp.extra_args = ["--set", f"offsets.topic.num.partitions={count}"]
         with bp, bp.raw() as client:

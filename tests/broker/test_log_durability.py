@@ -357,3 +357,63 @@ def test_broker_answers_storage_error_when_a_flush_messages_fsync_fails(tmp_path
         assert bt.core.failure is not None and bt.core.failure.errno == errno.EIO
         with open(data / "t-0" / "partition.checkpoint") as f:
             assert json.load(f)["recovery_point"] == 1
+
+
+# ---------------------------------------------------------------------- python -m broker
+_FAILING_FSYNC_MAIN = """
+import errno, os, sys
+real_fsync = os.fsync
+trigger = sys.argv[1]
+
+def fsync(fd):
+    if os.path.exists(trigger):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            target = ""
+        if "/t-0/" in target and target.endswith(".log"):
+            raise OSError(errno.EIO, "Input/output error")
+    real_fsync(fd)
+
+os.fsync = fsync
+from broker.__main__ import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.slow
+def test_python_m_broker_exits_74_when_its_data_directory_fails(tmp_path):
+    import subprocess
+
+    from broker.harness import BrokerProcess
+
+    trigger = tmp_path / "fail-fsync"
+
+    class FailingFsyncBroker(BrokerProcess):
+        def command(self) -> list[str]:
+            python, _, module, *args = super().command()
+            assert module == "broker"
+            return [python, "-c", _FAILING_FSYNC_MAIN, str(trigger), *args]
+
+    bp = FailingFsyncBroker(tmp_path / "data")
+    bp.start()
+    try:
+        resp = _request(bp.port, ApiKey.CREATE_TOPICS, 5, {
+            "topics": [{"name": "t", "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                        "configs": [{"name": "flush.messages", "value": "1"}]}],
+            "timeout_ms": 10_000, "validate_only": False})
+        assert resp.topics[0].error_code == 0
+        assert _produce(bp.port, "t", encode_batch([(b"k", b"a", None, None)])).error_code == 0
+        trigger.touch()
+        assert _produce(bp.port, "t", encode_batch([(b"k", b"b", None, None)])).error_code == 56
+        assert bp.proc is not None
+        try:
+            code = bp.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the broker kept running:\n{bp.log_tail()}") from None
+        assert code == 74, bp.log_tail()
+        critical = [line for line in bp.log_tail(200).splitlines() if "CRITICAL" in line]
+        assert len(critical) == 1 and "errno 5" in critical[0] and "t-0" in critical[0], bp.log_tail()
+    finally:
+        if bp.alive():
+            bp.kill9()

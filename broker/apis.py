@@ -315,8 +315,9 @@ class KafkaApis:
             return fail(E.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if is_internal_topic(name):
             # only the broker creates its internal topics (an admin-made one could never be
-            # written to nor deleted: produce and delete refuse internal topics)
-            return fail(E.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' is reserved for internal use")
+            # written to nor deleted: produce and delete refuse internal topics); Kafka's answer
+            # to creating its own internal metadata topic
+            return fail(E.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
         if t.assignments:
             partitions = len(t.assignments)
             if t.num_partitions != -1 or t.replication_factor != -1:

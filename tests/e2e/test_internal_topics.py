@@ -76,7 +76,7 @@ def test_internal_topics_cannot_be_deleted_extended_or_created(broker: BrokerThr
             "validate_only": False})
         assert resp.results[0].error_code == E.INVALID_TOPIC_EXCEPTION
         # only the broker creates its internal topics
-        assert client.create_topic("__transaction_state") == E.INVALID_TOPIC_EXCEPTION
+        assert client.create_topic("__transaction_state") == E.INVALID_REQUEST
         assert _metadata(client, "__transaction_state", auto_create=True)["__transaction_state"].error_code == \
             E.UNKNOWN_TOPIC_OR_PARTITION
 

@@ -564,6 +564,7 @@ class PartitionLog:
 
     def list_offset(self, timestamp: int) -> tuple[int, int]:
         """ListOffsets: -1 LATEST (HW), -2 EARLIEST, -3 MAX_TIMESTAMP, -4 EARLIEST_LOCAL, else by time."""
+        self._dir_failure.check()
         if timestamp == -1:
             return self.high_watermark, -1
         if timestamp in (-2, -4):

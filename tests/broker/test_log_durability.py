@@ -114,7 +114,7 @@ def test_failed_fsync_advances_nothing_and_takes_the_directory_offline(tmp_path,
         log.flush()
     assert log.recovery_point == 2 and read_checkpoint(log) == saved
     for call in (lambda: log.append(make_batch(1)), lambda: log.read(0, 1000),
-                 lambda: log.delete_records_before(1)):
+                 lambda: log.delete_records_before(1), lambda: log.list_offset(-1)):
         with pytest.raises(KafkaStorageError):
             call()
     log.close()  # no flush, no checkpoint, no producer snapshot of an offline directory

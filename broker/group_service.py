@@ -2,11 +2,12 @@
 
 The coordinator (:mod:`broker.group.coordinator`) is a state machine that
 takes ``(now, request)`` and returns effects: replies (possibly for other,
-parked requests), ``__consumer_offsets`` records, and timer changes.  This
-edge turns each request into a future, appends the records to the offsets
-topic *before* releasing the replies that depend on them, keeps one wheel
-timer armed at the coordinator's next deadline, and replays the offsets
-topic at startup.
+parked requests), writes to ``__consumer_offsets``, and timer changes.  This
+edge turns each request into a future, appends each write as one batch and
+reports its outcome to the coordinator (which then releases the replies that
+waited on it, or answers them with the mapped error), keeps one wheel timer
+armed at the coordinator's next deadline, and replays the offsets topic at
+startup.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from broker.group.config import GroupConfig
-from broker.group.coordinator import GroupCoordinator
+from broker.group.coordinator import Effects, GroupCoordinator, Write
 from broker.internal_topics import OFFSETS_TOPIC
+from broker.log.errors import LogError
+from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.primitives import Obj
 from protocol.records import CorruptRecordError, decode_batch, encode_batch
@@ -128,11 +131,16 @@ class GroupService:
     def handle(self, ctx: RequestContext, req: Obj) -> dict[str, Any] | asyncio.Future[dict[str, Any]]:
         """Any group API request: the response now, or a future when the coordinator parks it."""
         token = next(self._tokens)
-        effects = self.coordinator.handle(ctx.header.api_key, _now_ms(), ctx.version, req, token,
-                                          client_id=ctx.client_id, client_host=ctx.client_host)
-        if ctx.header.api_key in (11, 13, 14):
-            self._track_rebalances(req.get("group_id"))
-        own = self._apply(effects, token)
+        self._current, self._own = token, None
+        try:
+            effects = self.coordinator.handle(ctx.header.api_key, _now_ms(), ctx.version, req, token,
+                                              client_id=ctx.client_id, client_host=ctx.client_host)
+            if ctx.header.api_key in (11, 13, 14):
+                self._track_rebalances(req.get("group_id"))
+            self._apply(effects)
+            own = self._own
+        finally:
+            self._current, self._own = None, None
         if own is not None:
             return own
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -141,31 +149,63 @@ class GroupService:
 
     # -- effects --------------------------------------------------------------------
 
-    def _apply(self, effects: Any, own_token: int | None = None) -> dict[str, Any] | None:
-        """Append the records, then release the replies; returns the reply to ``own_token`` if any."""
-        if effects.records:
-            self._append(effects.records)
-        own = None
+    #: the token of the request being handled, and its reply once released (it has no future yet)
+    _current: int | None = None
+    _own: dict[str, Any] | None = None
+
+    def _apply(self, effects: Effects) -> None:
+        """Release the replies, then start the writes (whose completion may release more)."""
+        if self._closed:
+            return
         for token, body in effects.replies:
-            if token == own_token:
-                own = body
+            if token == self._current:
+                self._own = body
                 continue
             future = self._pending.pop(token, None)
             if future is not None and not future.done():
                 future.set_result(body)
+        if effects.removed_groups:
+            self._forget_groups(effects.removed_groups)
+        for write in effects.writes:
+            self._start_write(write)
         self._rearm()
-        return own
 
-    def _append(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
-        by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
-        for partition, key, value in records:
-            by_partition.setdefault(partition, []).append((key, value))
+    def _start_write(self, write: Write) -> None:
+        """Append one coordinator write and report its outcome.
+
+        A single broker's write is durable once appended, so it completes at once; the
+        coordinator's contract also allows completing it later (``complete_write`` from a
+        replication callback), with several writes in flight, in order per partition.
+        """
+        try:
+            self._append(write.partition, write.records)
+        except LogError as exc:
+            error: int | None = exc.error_code
+        except OSError as exc:
+            log.error("appending to %s-%d failed: %s", OFFSETS_TOPIC, write.partition, exc)
+            error = ErrorCode.KAFKA_STORAGE_ERROR
+        except Exception:
+            log.exception("appending to %s-%d failed", OFFSETS_TOPIC, write.partition)
+            error = ErrorCode.UNKNOWN_SERVER_ERROR
+        else:
+            error = None
+        self.complete_write(write.write_id, error)
+
+    def complete_write(self, write_id: int, error: int | None) -> None:
+        """Report a write's outcome (``error``: the append's Kafka error code, None = durable)."""
         now = _now_ms()
-        for partition, entries in by_partition.items():
-            batch = encode_batch([(key, value, [], now) for key, value in entries])
-            plog = self.core.logs.get_log(OFFSETS_TOPIC, partition)
-            plog.append(bytearray(batch))
-            self.core.replica_manager.on_internal_append(OFFSETS_TOPIC, partition)
+        if error is None:
+            effects = self.coordinator.write_committed(now, write_id)
+        else:
+            effects = self.coordinator.write_failed(now, write_id, error)
+        self._apply(effects)
+
+    def _append(self, partition: int, records: list[tuple[bytes, bytes | None]]) -> None:
+        now = _now_ms()
+        batch = encode_batch([(key, value, [], now) for key, value in records])
+        plog = self.core.logs.get_log(OFFSETS_TOPIC, partition)
+        plog.append(bytearray(batch))
+        self.core.replica_manager.on_internal_append(OFFSETS_TOPIC, partition)
 
     def _forget_groups(self, group_ids: Iterable[str]) -> None:
         """Groups that no longer exist (deleted, or expired Empty): drop their rebalance tracking."""

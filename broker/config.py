@@ -42,6 +42,16 @@ class BrokerConfig:
     max_connections: int = 10_000
     connections_max_idle_ms: int = 600_000
     max_in_flight_requests_per_connection: int = 1_000
+    # response back-pressure: bytes of answered responses (record data included) not yet
+    # handed to the socket; past the per-connection limit, or past the broker-wide one for a
+    # connection that already has a response waiting, no further request of that connection
+    # is handled (and it is not read) until its client reads
+    queued_max_response_bytes_per_connection: int = 64 * 1024 * 1024
+    queued_max_response_bytes: int = 1024 * 1024 * 1024
+    # user-space write buffer per connection; record data beyond it stays in the segment files
+    connection_write_buffer_bytes: int = 4 * 1024 * 1024
+    # completed or expired long-poll fetches are purged from the watch lists every N of them
+    fetch_purgatory_purge_interval_requests: int = 1000
 
     # topics and logs
     auto_create_topics_enable: bool = True

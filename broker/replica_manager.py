@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker.internal_topics import is_internal_topic
 from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
-from broker.server import FileRegion
+from broker.server import FileRegion, release_parts
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
@@ -34,10 +35,11 @@ E = ErrorCode
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
-def _records_region(result: ReadResult) -> FileRegion | None:
+def _records_region(result: ReadResult, on_sent: Callable[[int], None]) -> FileRegion | None:
+    """The read's file slices as a region that keeps their files open until it is released."""
     if not result.slices:
         return None
-    return FileRegion([(s.fileno(), s.position, s.length) for s in result.slices])
+    return FileRegion([(s.handle, s.position, s.length) for s in result.slices], on_sent)
 
 
 class _FetchPartition:
@@ -65,6 +67,8 @@ class DelayedFetch(DelayedOperation):
         self.parts = parts
         self.min_bytes = min_bytes
         self.future: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
+        # the connection went away (its request task was cancelled): leave the purgatory now
+        self.future.add_done_callback(lambda f: f.cancelled() and self.force_complete())
 
     def try_complete(self) -> bool:
         if self.manager.available_bytes(self.parts, self.request) >= self.min_bytes:
@@ -89,7 +93,8 @@ class ReplicaManager:
         self.metrics = core.metrics
         timer = core.timer
         self.fetch_purgatory = DelayedOperationPurgatory(
-            "fetch", schedule=timer.call_at_ms, clock=lambda: int(timer.now_ms()))
+            "fetch", schedule=timer.call_at_ms, clock=lambda: int(timer.now_ms()),
+            purge_interval=self.config.fetch_purgatory_purge_interval_requests)
 
     # -- produce -------------------------------------------------------------------------
 
@@ -153,6 +158,14 @@ class ReplicaManager:
     def on_internal_append(self, topic: str, partition: int) -> None:
         self.fetch_purgatory.check_and_complete((topic, partition))
 
+    def partitions_removed(self, keys: Iterable[Hashable]) -> None:
+        """Partitions went away (topic deleted): answer the fetches parked on them at once
+        (they now see the error) and drop their watch lists."""
+        purgatory = self.fetch_purgatory
+        for key in keys:
+            purgatory.check_and_complete(key)
+            purgatory.cancel_for_key(key)
+
     # -- fetch ---------------------------------------------------------------------------
 
     def handle_fetch(self, ctx: RequestContext, req: Obj) -> Obj | asyncio.Future[Obj]:
@@ -170,12 +183,18 @@ class ReplicaManager:
         min_bytes = max(1, min(req.min_bytes, req.max_bytes))
         if ready or req.max_wait_ms <= 0 or not parts or self._fetched_bytes(body) >= min_bytes:
             return body
+        self._release_records(body)  # not sent: the fetch is answered by a fresh read later
         op = DelayedFetch(self, version, req, parts, min_bytes, min(req.max_wait_ms, 300_000))
         keys = [(p.name, p.partition) for p in parts if p.name is not None]
         self.metrics.waiting_fetches.inc()
         op.future.add_done_callback(lambda _f: self.metrics.waiting_fetches.dec())
         self.fetch_purgatory.try_complete_else_watch(op, keys)
         return op.future
+
+    @staticmethod
+    def _release_records(body: Obj) -> None:
+        for t in body["responses"]:
+            release_parts([p["records"] for p in t["partitions"]])
 
     @staticmethod
     def _fetched_bytes(body: Obj) -> int:
@@ -250,14 +269,18 @@ class ReplicaManager:
             entry["log_start_offset"] = result.log_start_offset
             if req.isolation_level == 1:
                 entry["aborted_transactions"] = []
-            region = _records_region(result)
-            if region is not None and region.size:
+            region = _records_region(result, self._bytes_out_counter(p.name))
+            if region is not None:
                 entry["records"] = region
                 remaining = max(0, remaining - region.size)
                 min_one = False
-                self.metrics.bytes_out(p.name, region.size)
         body = Obj(throttle_time_ms=0, error_code=0, session_id=0, responses=topics, node_endpoints=[])
         return body, urgent
+
+    def _bytes_out_counter(self, topic: str) -> Callable[[int], None]:
+        """Counts a partition's record bytes once its response has actually been sent."""
+        metrics = self.metrics
+        return lambda nbytes: metrics.bytes_out(topic, nbytes)
 
     # -- offsets ------------------------------------------------------------------------
 

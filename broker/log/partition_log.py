@@ -219,7 +219,10 @@ class PartitionLog:
         self.producer_state = ProducerStateManager(directory)
         self._segments: list[Segment] = []
         self._bases: list[int] = []
-        self._retired: list[tuple[int, Segment]] = []  # deleted, files kept open for in-flight slices
+        # Segments removed from the log (retention, DeleteRecords, compaction swaps): their own
+        # reference to the .log file is dropped after file.delete.delay.ms.  Queued responses
+        # hold references of their own, so what they send never depends on that delay.
+        self._retired: list[tuple[int, Segment]] = []
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
         self._checkpointed: tuple[int, int] | None = None
@@ -485,7 +488,7 @@ class PartitionLog:
                     if limit_offset < seg.next_offset:
                         end = min(end, self._position_of_offset_end(seg, pos, limit_offset))
                     if end > pos:
-                        slices.append(FileSlice(seg.file, pos, end - pos))
+                        slices.append(FileSlice(seg.handle, pos, end - pos))
                     break
                 i += 1  # offset falls in a gap (e.g. after compaction): continue in the next segment
         return slices
@@ -655,6 +658,8 @@ class PartitionLog:
         self.close_retired(now)
 
     def close_retired(self, now_ms: int, force: bool = False) -> None:
+        """Drop the segment references of retired segments older than ``file.delete.delay.ms``
+        (all with ``force``); each file closes once no queued response refers to it."""
         keep = []
         for t, seg in self._retired:
             if force or now_ms - t >= self.config.file_delete_delay_ms:
@@ -761,7 +766,10 @@ class PartitionLog:
         self._bases = []
 
     def delete(self) -> None:
-        """Close and remove every file of this partition (topic deletion)."""
+        """Close and remove every file of this partition (topic deletion).
+
+        Responses still queued keep reading the (unlinked) ``.log`` files they retained.
+        """
         for seg in self._segments:
             seg.close()
         self.close_retired(0, force=True)

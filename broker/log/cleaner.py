@@ -2,10 +2,11 @@
 
 ``LogCleaner`` (one per ``LogManager``) works in three steps, like Kafka's cleaner:
 
-1. **plan** — ``schedule(log, now)``, on the thread that owns the logs (the event
-   loop): if the log has sealed data not cleaned yet, capture its sealed segments
-   (immutable files) and the active segment's current size, as private duplicates
-   of their descriptors, and hand the pass to the worker.  No decoding, no reads.
+1. **plan** — ``request(log)``, on the thread that owns the logs (the event
+   loop): if the log has sealed data not cleaned yet, queue it; when the worker is
+   free, capture its sealed segments (immutable files) and the active segment's
+   current size, as private duplicates of their descriptors, and hand the pass to
+   the worker.  No decoding, no reads.  One pass at a time.
 2. **clean** — on one background worker thread: read the captured byte ranges
    with ``pread`` (thread-safe on private descriptors), build the key → latest
    offset map once for the pass, then write a cleaned copy of every sealed
@@ -130,16 +131,22 @@ class CleaningPass:
 class LogCleaner:
     """Compacts logs on one worker thread; plans and swaps on the owner thread (see module doc).
 
-    ``executor``: where passes run (default: a private single-thread pool, created on first
-    use).  ``on_done``: called from the worker after each pass, e.g. to wake the owner's loop so
-    it calls ``apply_completed()`` soon (the owner may also just call it periodically).
+    Logs are queued by ``request`` and cleaned one pass at a time, in request order, so at
+    most one log's sealed segments are held open by the cleaner.  ``clock`` gives the time a
+    pass is planned at (the tombstone horizon).  ``executor``: where passes run (default: a
+    private single-thread pool, created on first use).  ``on_done``: called from the worker
+    after each pass, e.g. to wake the owner so it calls ``apply_completed()`` soon (the owner
+    may also just call it periodically).
     """
 
-    def __init__(self, *, executor: Executor | None = None, on_done: Callable[[], None] | None = None) -> None:
+    def __init__(self, clock: Callable[[], int], *, executor: Executor | None = None,
+                 on_done: Callable[[], None] | None = None) -> None:
+        self.clock = clock
         self._executor = executor
         self._own_executor = executor is None
         self.on_done = on_done
-        self._running: dict[PartitionLog, CleaningPass] = {}
+        self._queue: dict[PartitionLog, None] = {}  # insertion-ordered set of logs to clean
+        self._current: CleaningPass | None = None  # planned, being cleaned, or waiting for its swap
         self._done: deque[CleaningPass] = deque()
         self._cleaned_upto: weakref.WeakKeyDictionary[PartitionLog, int] = weakref.WeakKeyDictionary()
         self._next_id = 0
@@ -157,10 +164,31 @@ class LogCleaner:
         segments = log.segments
         return len(segments) > 1 and segments[-2].next_offset > self._cleaned_upto.get(log, -1)
 
-    def schedule(self, log: PartitionLog, now_ms: int) -> bool:
-        """Plan a pass over ``log`` and hand it to the worker; False if none is needed or one runs."""
-        if self._closed or log in self._running or not self.needs_cleaning(log):
+    def request(self, log: PartitionLog) -> bool:
+        """Queue ``log`` for a pass if it needs one (and none is queued or running for it);
+        start a pass at once if the worker is idle.  Cheap: no reads, no decoding."""
+        if self._closed or log in self._queue or self.running(log) or not self.needs_cleaning(log):
             return False
+        self._queue[log] = None
+        self._start_next()
+        return True
+
+    def running(self, log: PartitionLog) -> bool:
+        return self._current is not None and self._current.log is log
+
+    @property
+    def current(self) -> CleaningPass | None:
+        return self._current
+
+    def _start_next(self) -> None:
+        while self._current is None and self._queue and not self._closed:
+            log = next(iter(self._queue))
+            del self._queue[log]
+            if self.needs_cleaning(log):  # still (its topic may be gone, or it was cleaned)
+                self._plan(log)
+
+    def _plan(self, log: PartitionLog) -> None:
+        """Capture the sealed segments of ``log`` (private descriptors) and submit the pass."""
         segments = log.segments
         sources: list[_Source] = []
         tail: tuple[int, int] | None = None
@@ -175,33 +203,31 @@ class LogCleaner:
             raise
         self._next_id += 1
         cfg = log.config
-        job = CleaningPass(self._next_id, log, log.directory, sources, tail, now_ms,
+        job = CleaningPass(self._next_id, log, log.directory, sources, tail, self.clock(),
                            cfg.delete_retention_ms, cfg.index_interval_bytes)
-        self._running[log] = job
+        self._current = job
         with self._idle:
             self._in_flight += 1
         try:
             self._executor_for_submit().submit(self._work, job)
         except BaseException:
-            self._running.pop(log, None)
+            self._current = None
             with self._idle:
                 self._in_flight -= 1
             job.close_fds()
             raise
-        return True
-
-    def running(self, log: PartitionLog) -> bool:
-        return log in self._running
 
     def apply_completed(self) -> int:
-        """Swap in (or abandon) every finished pass; returns how many were handled."""
+        """Swap in (or abandon) the finished pass, then start the next queued one; returns how
+        many passes were handled."""
         n = 0
         while self._done:
             job = self._done.popleft()
-            if self._running.get(job.log) is job:
-                del self._running[job.log]
+            if self._current is job:
+                self._current = None
             self._finish(job)
             n += 1
+        self._start_next()
         return n
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -212,13 +238,15 @@ class LogCleaner:
     def close(self) -> None:
         """Stop: cancel running passes, wait for the worker, discard unfinished work."""
         self._closed = True
-        for job in self._running.values():
-            job.cancelled.set()
+        self._queue.clear()
+        if self._current is not None:
+            self._current.cancelled.set()
         if self._own_executor and self._executor is not None:
             self._executor.shutdown(wait=True)
         while self._done:
             job = self._done.popleft()
-            self._running.pop(job.log, None)
+            if self._current is job:
+                self._current = None
             self._discard(job)
 
     def _executor_for_submit(self) -> Executor:

@@ -94,7 +94,7 @@ class LogManager:
         self.data_dir = os.fspath(data_dir)
         self.clock: Clock = clock or wall_clock_ms
         self.dir_failure = LogDirFailureChannel(self.data_dir)
-        self.cleaner = LogCleaner(executor=cleaner_executor)
+        self.cleaner = LogCleaner(self.clock, executor=cleaner_executor)
         self._dirty_logs: dict[PartitionLog, None] = {}  # insertion-ordered set
         #: Broker-level defaults (``log.*`` equivalents) layered over TOPIC_CONFIG_DEFAULTS.
         self.default_configs = validate_topic_configs(default_configs or {})
@@ -352,7 +352,7 @@ class LogManager:
             try:
                 log.maintenance(now, flush=flush)
                 if log.config.compact:
-                    self.cleaner.schedule(log, now)
+                    self.cleaner.request(log)
             except KafkaStorageError:
                 return  # the directory went offline: nothing more to do
             except OSError:

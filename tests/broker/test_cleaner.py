@@ -209,6 +209,30 @@ def test_maintenance_plans_without_decoding_and_the_worker_does_the_work(tmp_pat
         assert len(batches(log)) < len(before)
 
 
+def test_logs_are_cleaned_one_pass_at_a_time(tmp_path):
+    clock = FakeClock(T0)
+    executor = ManualExecutor()
+    with LogManager(tmp_path, clock, cleaner_executor=executor) as lm:
+        lm.create_topic(TOPIC, 3, CONFIGS)
+        logs = [lm.get_log(TOPIC, p) for p in range(3)]
+        for i, log in enumerate(logs):
+            fill(log, seed=i)
+        sizes = [log.size_bytes for log in logs]
+        clock.advance(200_000)
+        lm.maintenance()
+        cleaned = []
+        for _ in range(3):
+            assert len(executor.jobs) == 1  # only one log's segments are held by the cleaner
+            current = lm.cleaner.current
+            assert current is not None
+            cleaned.append(current.log)
+            executor.run_in_thread()
+            lm.apply_cleaned()  # swaps, then plans the next queued log
+        assert executor.jobs == [] and lm.cleaner.current is None
+        assert cleaned == logs
+        assert all(log.size_bytes < size for log, size in zip(logs, sizes, strict=True))
+
+
 # ----------------------------------------------------------------------------- abandoning
 def test_pass_is_abandoned_when_retention_deleted_a_segment_meanwhile(tmp_path):
     clock = FakeClock(T0)
@@ -298,7 +322,7 @@ def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path,
         lm, log = compacted_manager(root, clock, executor)
         leo = log.log_end_offset
         lm.maintenance()
-        job = lm.cleaner._running[log]
+        job = lm.cleaner.current
         executor.run_in_thread()
         count = [0]
 
@@ -342,7 +366,7 @@ def test_recovery_finishes_a_committed_swap_and_drops_an_uncommitted_one(tmp_pat
     lm, log = compacted_manager(tmp_path, clock, executor)
     old = _segment_bytes(log)
     lm.maintenance()
-    job = lm.cleaner._running[log]
+    job = lm.cleaner.current
     executor.run_in_thread()
     assert len(job.cleaned) >= 2
     directory = log.directory

@@ -603,7 +603,8 @@ class Authorizer:
         on some topic (KIP-679).  Kafka's default method: allowed when a check of a made-up name is
         (super users, the no-ACL default, ``*``), or when some ALLOW of the operation (or ALL) for
         the caller is not covered by a DENY (a LITERAL DENY of the same name or a PREFIXED DENY of a
-        prefix of it); a LITERAL ``*`` DENY denies.  No implied operations here, as in Kafka.
+        prefix of it); a LITERAL ``*`` DENY denies.  No implied operations here, as in Kafka.  It scans
+        every binding: fine for InitProducerId, not for a per-record path.
         """
         if self.authorize(principal, host, operation, resource_type, "hardcode"):
             return True

@@ -58,7 +58,7 @@ class SecurityProtocol(StrEnum):
 
 _WILDCARD_HOSTS = frozenset(("", "0.0.0.0", "::"))
 _NAME = r"[A-Za-z0-9_-]+"
-_ENTRY = re.compile(rf"^(?P<name>{_NAME})://(?P<host>\[[^\]]*\]|[^\[\]/]*?)(?::(?P<port>[^:\]]*))?$")
+_ENTRY = re.compile(rf"^(?P<name>{_NAME})://(?P<host>\[[^\]]*\]|[^\[\]/\s]*?)(?::(?P<port>[^:\]]*))?$")
 
 
 @dataclass(frozen=True, slots=True)

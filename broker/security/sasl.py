@@ -132,7 +132,7 @@ class SaslServer:
         self.state = SaslState.HANDSHAKE
         self.mechanism: str | None = None
         self.principal: str | None = None
-        self.raw_tokens = False
+        self._raw = False
         self.session_expires_at: float | None = None
         self.failure_reason: str | None = None
         self._scram: ScramServerExchange | None = None
@@ -147,6 +147,11 @@ class SaslServer:
     @property
     def authenticated(self) -> bool:
         return self.state is SaslState.COMPLETE
+
+    @property
+    def raw_tokens(self) -> bool:
+        """Whether the next client frames are raw tokens (a v0 handshake, until the exchange ends)."""
+        return self._raw and self.state is SaslState.AUTHENTICATE
 
     @property
     def reauthenticating(self) -> bool:
@@ -188,7 +193,7 @@ class SaslServer:
             self._reauth_bad_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
                                           f"re-authentication of mechanism '{self.mechanism}'")
         self.mechanism = mechanism
-        self.raw_tokens = version == 0
+        self._raw = version == 0
         self.state = SaslState.AUTHENTICATE
         self._scram = None
         scram_mechanism = ScramMechanism.from_sasl_name(mechanism)
@@ -214,7 +219,7 @@ class SaslServer:
         if self.state is SaslState.COMPLETE:
             return self._response(ErrorCode.ILLEGAL_SASL_STATE,
                                   "SaslAuthenticate request received after successful authentication")
-        if self.state is not SaslState.AUTHENTICATE or self.raw_tokens:
+        if self.state is not SaslState.AUTHENTICATE or self._raw:
             self.state = SaslState.FAILED
             self.failure_reason = "SaslAuthenticate out of order"
             return self._response(ErrorCode.ILLEGAL_SASL_STATE,
@@ -229,8 +234,9 @@ class SaslServer:
         return self._response(ErrorCode.NONE, None, token, lifetime)
 
     def raw_token(self, token: bytes) -> bytes:
-        """The answer to a raw SASL token (after a v0 handshake); SaslError closes the connection."""
-        if self.state is not SaslState.AUTHENTICATE or not self.raw_tokens:
+        """The answer to a raw SASL token (after a v0 handshake), to send as a size-prefixed frame even
+        when empty (as Kafka does); SaslError closes the connection without an answer."""
+        if not self.raw_tokens:
             self.state = SaslState.FAILED
             self.failure_reason = "raw SASL token out of order"
             raise SaslError(ErrorCode.ILLEGAL_SASL_STATE, "Unexpected raw SASL token")

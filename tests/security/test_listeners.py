@@ -70,6 +70,8 @@ def test_the_map_can_override_a_protocol_name() -> None:
     ("PLAINTEXT//h:9092", "expected NAME://host:port"),
     ("PLAIN TEXT://h:9092", "expected NAME://host:port"),
     ("PLAINTEXT://::1:9092", "IPv6 addresses go in brackets"),
+    ("PLAINTEXT://my host:9092", "expected NAME://host:port"),
+    ("PLAINTEXT://h:9092/x", "invalid port"),
     ("PLAINTEXT://[10.0.0.1]:9092", "invalid IPv6 address"),
     ("PLAINTEXT://[nope]:9092", "invalid IPv6 address"),
     ("INTERNAL://h:9092", "no security protocol for listener INTERNAL"),

@@ -297,8 +297,10 @@ def test_v0_handshake_switches_to_raw_tokens(store: CredentialStore) -> None:
     assert srv.raw_tokens
     client = scramp.ScramClient(["SCRAM-SHA-512"], "alice", "alice-pass")
     client.set_server_first(srv.raw_token(client.get_client_first().encode()).decode())
+    assert srv.raw_tokens  # still mid-exchange
     client.set_server_final(srv.raw_token(client.get_client_final().encode()).decode())
     assert srv.authenticated and srv.principal == "User:alice"
+    assert not srv.raw_tokens  # back to Kafka framing
 
     plain = server(store)
     handshake(plain, "PLAIN", version=0)

@@ -499,9 +499,10 @@ class ScramServerExchange:
 
     Any failure (malformed or non-UTF-8 message, unknown user, bad nonce, bad proof, channel binding
     ``p=`` which we cannot do, out-of-order call) raises :class:`ScramError`; nothing else escapes.
-    The ``n`` and ``y`` channel-binding flags are accepted; RFC 5802 extension attributes in the
-    client-first message are ignored; an authzid in the GS2 header is refused (scramp's rule; Kafka
-    clients never send one).
+    The ``n`` and ``y`` channel-binding flags are accepted; RFC 5802 extension attributes (one letter)
+    in the client-first message are ignored; Kafka's named extensions (``tokenauth=true``, for
+    delegation tokens, which we do not have) are refused, as Kafka refuses extensions it does not
+    support; an authzid in the GS2 header is refused (scramp's rule; Kafka clients never send one).
     """
 
     def __init__(self, mechanism: ScramMechanism,

@@ -396,7 +396,7 @@ def test_unknown_users_get_a_stable_decoy_salt() -> None:
 
 @pytest.mark.parametrize("message", [
     b"", b"n,,", b"n,,n=alice", b"n,,r=abc", b"p=tls-unique,,n=alice,r=abc", b"n,a=alice,n=alice,r=abc",
-    b"n,,n=alice,r=abc,m=mandatory", b"x,,n=alice,r=abc", b"n,,n=al=ice,r=abc", b"n,,n=alice,r=a,b",
+    b"n,,n=alice,r=abc,m=mandatory", b"n,,n=alice,r=abc,tokenauth=true", b"x,,n=alice,r=abc", b"n,,n=al=ice,r=abc", b"n,,n=alice,r=a,b",
     b"\xff\xfe\x00", b"n,,n=\xc3(,r=abc", b"n,,n=alice,r=\x01", b"\x00" * 100, b"n,,n=alice,r=abc,n=bob",
 ])
 def test_malformed_client_first_messages_fail_cleanly(message: bytes) -> None:

@@ -257,13 +257,6 @@ class CredentialStore:
         creds = self._users.get(name)
         return UserRecord(name, tuple(creds.values())) if creds else None
 
-    def put(self, name: str, credential: ScramCredential) -> UserRecord:
-        """Set one credential of a user; returns the user's record (to persist)."""
-        self._users.setdefault(name, {})[credential.mechanism] = credential
-        record = self.record(name)
-        assert record is not None
-        return record
-
     def apply(self, updates: Mapping[str, UserRecord | None]) -> None:
         """Install records (from :meth:`plan_alter`, the users file or the metadata store); None removes."""
         for name, record in updates.items():

@@ -59,6 +59,9 @@ class BrokerConfig:
     default_replication_factor: int = 1
     delete_topic_enable: bool = True
     message_max_bytes: int = 1_048_588
+    # a produced batch recompressed to its topic's compression.type may inflate to at most this
+    # many bytes when decoded (beyond: CORRUPT_MESSAGE), so a compression bomb costs bounded memory
+    message_max_decompressed_bytes: int = 64 * 1024 * 1024
     fetch_max_bytes: int = 55 * 1024 * 1024
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_roll_ms: int = 7 * 24 * 3600 * 1000

@@ -1,7 +1,10 @@
 """ReplicaManager: Produce, Fetch, ListOffsets and DeleteRecords against the partition logs.
 
 Record batches stay opaque bytes: Produce validates the request shape (one
-v2 batch per partition) and hands the batch to the partition log, which
+v2 batch per partition), refuses ``acks=all`` when the topic's
+``min.insync.replicas`` exceeds the in-sync replica set, recompresses the
+batch only when the topic's ``compression.type`` names another codec
+(:mod:`broker.log.recompress`), and hands it to the partition log, which
 checks the header and CRC, stamps offsets and appends.  Fetch answers with
 file regions of the segment files, which the server sends with
 ``sendfile``.  A Fetch that cannot be satisfied yet is parked in the fetch
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.internal_topics import is_internal_topic
 from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from broker.log.recompress import recompress_for_topic
 from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from broker.server import FileRegion, release_parts
 from protocol.error_codes import ErrorCode
@@ -115,7 +119,7 @@ class ReplicaManager:
                     entry = self._produce_error(pd.index, E.INVALID_TOPIC_EXCEPTION,
                                                 f"Cannot append to internal topic {topic.name}")
                 else:
-                    entry = self._append_partition(topic.name, pd.index, pd.records, version)
+                    entry = self._append_partition(topic.name, pd.index, pd.records, version, acks)
                 any_error = any_error or entry["error_code"] != 0
                 parts.append(entry)
             responses.append({"name": topic.name, "partition_responses": parts})
@@ -130,7 +134,12 @@ class ReplicaManager:
         return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
                 "log_start_offset": -1, "record_errors": [], "error_message": message}
 
-    def _append_partition(self, topic: str, partition: int, records: bytes | None, version: int) -> dict[str, Any]:
+    def in_sync_replica_count(self, topic: str, partition: int) -> int:
+        """The size of the partition's in-sync replica set: a single broker is its only replica."""
+        return 1
+
+    def _append_partition(self, topic: str, partition: int, records: bytes | None, version: int,
+                          acks: int = 1) -> dict[str, Any]:
         if not records:
             return self._produce_error(partition, E.INVALID_RECORD, "empty record set")
         try:
@@ -145,8 +154,16 @@ class ReplicaManager:
             plog = self.core.logs.get_log(topic, partition)
         except LogError as exc:
             return self._produce_error(partition, exc.error_code, str(exc))
+        min_isr = plog.config.min_insync_replicas
+        if acks == -1 and min_isr > (isr := self.in_sync_replica_count(topic, partition)):
+            # Kafka's Partition.appendRecordsToLeader: nothing is appended
+            return self._produce_error(partition, E.NOT_ENOUGH_REPLICAS,
+                                       f"The size of the current ISR {isr} is insufficient to satisfy the "
+                                       f"min.isr requirement of {min_isr} for partition {topic}-{partition}")
         try:
-            result = plog.append(bytearray(records))
+            batch = recompress_for_topic(records, header, plog.config.compression_type,
+                                         max_decompressed_size=self.config.message_max_decompressed_bytes)
+            result = plog.append(bytearray(batch))
         except LogError as exc:
             return self._produce_error(partition, exc.error_code, exc.detail or None)
         self.metrics.bytes_in(topic, len(records), header.records_count)

@@ -195,7 +195,8 @@ async def test_flush_round_failure_leaks_no_descriptor_and_advances_no_log(tmp_p
     assert open_files_under(tmp_path) == baseline  # every ticket closed its descriptors
     assert lm.offline and lm.failure is not None and lm.failure.path.startswith(str(tmp_path / "t0-0"))
     assert [log.recovery_point for log in logs] == [0, 0, 0]
-    assert await_nothing_due(lm, clock)
+    clock.advance(1000)
+    assert lm.logs_due_for_flush(clock()) == []  # offline: nothing is flushed any more
     lm.close()
     assert open_files_under(tmp_path) == []
     for i in range(3):
@@ -204,38 +205,48 @@ async def test_flush_round_failure_leaks_no_descriptor_and_advances_no_log(tmp_p
     LogManager(tmp_path, clock).close()  # the lock was released
 
 
-def await_nothing_due(lm: LogManager, clock: FakeClock) -> bool:
-    clock.advance(1000)
-    return lm.logs_due_for_flush(clock()) == []
+async def test_flush_round_looks_only_at_logs_with_unflushed_data(tmp_path, monkeypatch):
+    import asyncio
 
-
-def test_flush_round_looks_only_at_logs_with_unflushed_data(tmp_path, monkeypatch):
     clock = FakeClock(T0)
     with LogManager(tmp_path, clock) as lm:
         lm.create_topic("many", 300, {"flush.ms": "100"})
         busy = lm.get_log("many", 7)
         busy.append(make_batch(1))
         looked_at: list[PartitionLog] = []
-        real = PartitionLog.flush_due
+        listed = [0]
+        real_flush_due, real_logs = PartitionLog.flush_due, LogManager.logs
 
-        def counting(self: PartitionLog, now_ms: int) -> bool:
+        def counting_flush_due(self: PartitionLog, now_ms: int) -> bool:
             looked_at.append(self)
-            return real(self, now_ms)
+            return real_flush_due(self, now_ms)
 
-        monkeypatch.setattr(PartitionLog, "flush_due", counting)
-        clock.advance(100)
-        assert lm.logs_due_for_flush(clock()) == [busy]
-        assert looked_at == [busy]
-        busy.flush()
-        looked_at.clear()
-        clock.advance(100)
-        assert lm.logs_due_for_flush(clock()) == []
+        def counting_logs(self: LogManager) -> list[PartitionLog]:
+            listed[0] += 1
+            return real_logs(self)
+
+        monkeypatch.setattr(PartitionLog, "flush_due", counting_flush_due)
+        monkeypatch.setattr(LogManager, "logs", counting_logs)
+        core = SimpleNamespace(logs=lm)  # _flush_due_logs needs only the log manager
+        loop = asyncio.get_running_loop()
+
+        async def flush_round() -> None:
+            looked_at.clear()
+            clock.advance(100)
+            await BrokerCore._flush_due_logs(core, loop)  # type: ignore[arg-type]
+
+        await flush_round()
+        assert busy.recovery_point == 1
+        assert looked_at == [busy] and listed[0] == 0  # not one look at the 299 idle logs
+        await flush_round()
         assert looked_at == []  # a clean log leaves the set
-        lm.get_log("many", 3).append(make_batch(1))
-        clock.advance(100)
-        assert lm.logs_due_for_flush(clock()) == [lm.get_log("many", 3)]
+        other = lm.get_log("many", 3)
+        other.append(make_batch(1))
+        await flush_round()
+        assert looked_at == [other] and other.recovery_point == 1
         lm.delete_topic("many")
-        assert lm.logs_due_for_flush(clock()) == []
+        await flush_round()
+        assert looked_at == []
 
 
 # ---------------------------------------------------------------------------- the broker

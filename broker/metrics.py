@@ -75,13 +75,17 @@ class BrokerMetrics:
                               ["api", "error"], registry=r)
         self.bytes_in_total = Counter("kbroker_bytes_in", "Record bytes appended by producers", ["topic"],
                                       registry=r)
-        self.bytes_out_total = Counter("kbroker_bytes_out", "Record bytes served to fetchers", ["topic"],
-                                       registry=r)
+        self.bytes_out_total = Counter("kbroker_bytes_out", "Record bytes sent to fetchers, counted once "
+                                       "their response has been written", ["topic"], registry=r)
         self.messages_in_total = Counter("kbroker_messages_in", "Records appended by producers", ["topic"],
                                          registry=r)
         self.connections = Gauge("kbroker_active_connections", "Open client connections", registry=r)
         self.waiting_fetches = Gauge("kbroker_waiting_fetches", "Long-poll fetches parked in purgatory",
                                      registry=r)
+        self.queued_response_bytes = Gauge("kbroker_queued_response_bytes",
+                                           "Bytes of answered responses (record data included) not yet "
+                                           "handed to the client sockets", registry=r)
+        self.queued_response_bytes.set_function(self._queued_response_bytes)
         self.rebalances = Counter("kbroker_group_rebalances", "Completed rebalances (new generations)",
                                   registry=r)
         self.rebalance_seconds = Histogram("kbroker_group_rebalance_duration_seconds",
@@ -98,6 +102,10 @@ class BrokerMetrics:
         self._loop_thread: int | None = None
         #: the port /metrics is served on (the real one when ``metrics_port`` was 0)
         self.bound_port: int | None = None
+
+    def _queued_response_bytes(self) -> float:
+        server = getattr(self.core, "server", None)
+        return float(server.queued_bytes) if server is not None else 0.0
 
     # -- request path ------------------------------------------------------------------
 

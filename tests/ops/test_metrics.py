@@ -33,7 +33,7 @@ def test_every_documented_family_is_exported(metrics_broker):
     page = scrape(port)
     names = {s.name for s in page.samples}
     for name in ("kbroker_requests_total", "kbroker_request_latency_seconds_bucket", "kbroker_active_connections",
-                 "kbroker_waiting_fetches", "kbroker_group_rebalances_total",
+                 "kbroker_waiting_fetches", "kbroker_queued_response_bytes", "kbroker_group_rebalances_total",
                  "kbroker_group_rebalance_duration_seconds_count", "kbroker_log_end_offset", "kbroker_log_size_bytes",
                  "kbroker_log_start_offset", "kbroker_groups", "kbroker_partitions", "kbroker_log_dir_size_bytes"):
         assert name in names, f"{name} missing from /metrics"

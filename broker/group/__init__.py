@@ -28,9 +28,10 @@ after SyncGroup, and a deleted group disappears only when the write that carries
 committed; OffsetFetch, DescribeGroups and ListGroups read that committed state; a failed write
 changes nothing stored and answers every request that waited on it with Kafka's mapped error.
 
-Known gaps versus Kafka: membership changes (joins, leaves, expiries) are not rolled back when a
-later write fails (Kafka's classic groups do not roll them back either, but its runtime reverts
-timeline state on a failed append); no transactional offset commits; no KIP-848 groups.
+Known gaps versus Kafka: membership state (joins, leaves, expiries, a group left Empty) lives in
+memory and is not rolled back when the write that persists it fails — the next successful group
+write carries it (Kafka's runtime reverts its timeline structures instead); a write that fails is
+not retried; no transactional offset commits; no KIP-848 groups.
 """
 
 from .config import GroupConfig

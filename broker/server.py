@@ -82,10 +82,6 @@ class FileRegion(ExternalBytes):
         self.on_sent = on_sent
         self._held = held
 
-    @property
-    def released(self) -> bool:
-        return not self._held and bool(self.chunks)
-
     def release(self) -> None:
         """Give the file references back (idempotent)."""
         held, self._held = self._held, []

@@ -321,6 +321,26 @@ def test_queued_response_survives_delete_records(make_broker) -> None:
         admin.close()
 
 
+def test_queued_response_of_a_truncated_file_closes_the_connection_instead_of_padding(make_broker) -> None:
+    """A segment cut short under a queued response (a divergent tail truncated): the promised bytes
+    are gone, so the connection closes — the client never gets a frame padded with filler."""
+    broker = make_broker()
+    admin = Raw(broker.port)
+    try:
+        create_topic(admin, "idle")
+        load_partition(broker, "shrinking", 2, seed=6)
+        client = _queue_behind_long_poll(broker, "shrinking")
+        broker.call(lambda: broker.core.logs.get_log("shrinking", 0).active_segment.truncate_to(0))
+        produce(admin, "idle", [b"wake up"])
+        cid, _ = client.read(ApiKey.FETCH, FETCH_VERSION)
+        assert cid == 1
+        with pytest.raises(ConnectionError):
+            client.read(ApiKey.FETCH, FETCH_VERSION)
+        client.close()
+    finally:
+        admin.close()
+
+
 def test_streaming_response_to_a_slow_reader_survives_topic_deletion(make_broker) -> None:
     broker = make_broker(connection_write_buffer_bytes=64 * 1024)
     admin = Raw(broker.port)

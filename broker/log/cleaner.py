@@ -4,9 +4,13 @@
 
 1. **plan** — ``request(log)``, on the thread that owns the logs (the event
    loop): if the log has sealed data not cleaned yet, queue it; when the worker is
-   free, capture its sealed segments (immutable files) and the active segment's
-   current size, as private duplicates of their descriptors, and hand the pass to
-   the worker.  No decoding, no reads.  One pass at a time.
+   free, capture its sealed segments that are wholly on disk (below the recovery
+   point; immutable files), as private duplicates of their descriptors, and hand
+   the pass to the worker.  No decoding, no reads.  One pass at a time.  Nothing
+   above the recovery point is read, not even for the key map: the cleaned copies
+   are fsynced, so a record must never be dropped for a newer one that a power
+   loss could still take away (the key would vanish instead of falling back to
+   its last durable value).
 2. **clean** — on one background worker thread: read the captured byte ranges
    with ``pread`` (thread-safe on private descriptors), build the key → latest
    offset map once for the pass, then write a cleaned copy of every sealed
@@ -99,7 +103,6 @@ class CleaningPass:
     log: PartitionLog
     directory: str
     sources: list[_Source]
-    tail: tuple[int, int] | None  # (private fd, size) of the active segment, for the key map only
     now_ms: int
     delete_retention_ms: int
     index_interval_bytes: int
@@ -123,9 +126,6 @@ class CleaningPass:
             if src.fd >= 0:
                 os.close(src.fd)
                 src.fd = -1
-        if self.tail is not None:
-            os.close(self.tail[0])
-            self.tail = None
 
 
 class LogCleaner:
@@ -158,11 +158,11 @@ class LogCleaner:
 
     # ------------------------------------------------------------ owner thread
     def needs_cleaning(self, log: PartitionLog) -> bool:
-        """The policy: a compacted log with sealed data newer than what the last pass covered."""
+        """The policy: a compacted log with sealed data on disk newer than what the last pass covered."""
         if not log.config.compact or log.dir_failure.offline:
             return False
-        segments = log.segments
-        return len(segments) > 1 and segments[-2].next_offset > self._cleaned_upto.get(log, -1)
+        sealed = sealed_on_disk(log)
+        return bool(sealed) and sealed[-1].next_offset > self._cleaned_upto.get(log, -1)
 
     def request(self, log: PartitionLog) -> bool:
         """Queue ``log`` for a pass if it needs one (and none is queued or running for it);
@@ -189,21 +189,17 @@ class LogCleaner:
 
     def _plan(self, log: PartitionLog) -> None:
         """Capture the sealed segments of ``log`` (private descriptors) and submit the pass."""
-        segments = log.segments
         sources: list[_Source] = []
-        tail: tuple[int, int] | None = None
         try:
-            for seg in segments[:-1]:
+            for seg in sealed_on_disk(log):
                 sources.append(_Source(seg, seg.size, seg.next_offset, os.dup(seg.fd)))
-            active = segments[-1]
-            tail = (os.dup(active.fd), active.size)
         except OSError:
             for src in sources:
                 os.close(src.fd)
             raise
         self._next_id += 1
         cfg = log.config
-        job = CleaningPass(self._next_id, log, log.directory, sources, tail, self.clock(),
+        job = CleaningPass(self._next_id, log, log.directory, sources, self.clock(),
                            cfg.delete_retention_ms, cfg.index_interval_bytes)
         self._current = job
         with self._idle:
@@ -339,6 +335,16 @@ class LogCleaner:
                     logger.debug("cleaner wake-up failed", exc_info=True)
 
 
+def sealed_on_disk(log: PartitionLog) -> list[Segment]:
+    """The sealed segments of ``log`` wholly below its recovery point (fsynced): what a pass reads."""
+    segments = log.segments
+    rp = log.recovery_point
+    n = 0
+    while n < len(segments) - 1 and segments[n].next_offset <= rp:
+        n += 1
+    return segments[:n]
+
+
 def _move(seg: Segment, suffix: str, target: str) -> None:
     """Rename one of ``seg``'s files (it keeps its descriptors) and update the path it knows."""
     if suffix == ".log":
@@ -357,11 +363,8 @@ def clean(job: CleaningPass) -> None:
     Runs on the worker thread; touches only the job's private descriptors and its work directory.
     """
     latest: dict[bytes, int] = {}
-    ranges = [(src.fd, src.size) for src in job.sources]
-    if job.tail is not None:
-        ranges.append(job.tail)
-    for fd, size in ranges:
-        for hdr, data in read_batches(fd, size, job.cancelled):
+    for src in job.sources:
+        for hdr, data in read_batches(src.fd, src.size, job.cancelled):
             if hdr.is_control:
                 continue
             job.decoded_batches += 1

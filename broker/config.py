@@ -48,7 +48,8 @@ class BrokerConfig:
     # is handled (and it is not read) until its client reads
     queued_max_response_bytes_per_connection: int = 64 * 1024 * 1024
     queued_max_response_bytes: int = 1024 * 1024 * 1024
-    # user-space write buffer per connection; record data beyond it stays in the segment files
+    # user-space write buffer per connection; record data goes out with sendfile and never
+    # enters it, except where sendfile cannot be used (TLS): then it is copied in pieces of this size
     connection_write_buffer_bytes: int = 4 * 1024 * 1024
     # completed or expired long-poll fetches are purged from the watch lists every N of them
     fetch_purgatory_purge_interval_requests: int = 1000

@@ -9,10 +9,12 @@ Record data in Fetch responses stays in the segment files: a
 :class:`FileRegion` holds a reference on each file it names until the
 response has been handed to the socket or the connection is dropped, so a
 segment or topic deleted meanwhile still sends its own bytes.  Regions are
-streamed as the socket drains — ``os.sendfile`` while the user-space write
-buffer is empty (waiting for writability when the socket is full), otherwise
-copied in pieces that keep that buffer near ``connection.write.buffer.bytes``
-— never copied wholesale into memory.
+streamed as the socket drains with ``os.sendfile``: when the socket is full
+the connection waits for writability, and when bytes of earlier responses are
+still in the transport's write buffer it waits for that buffer to drain, so
+record data never passes through memory.  Only where sendfile cannot be used
+(a TLS transport, a file system without it) are regions copied, in pieces that
+keep the write buffer near ``connection.write.buffer.bytes``.
 
 Back-pressure works as Kafka muting a channel while its response is in
 flight: the bytes of answered responses not yet handed to the socket (record
@@ -154,6 +156,7 @@ class KafkaConnection(asyncio.Protocol):
         self._zero_copy = True
         self._write_fd = -1  # a dup of the socket, watched for writability while sendfile waits
         self._waiting_writable = False
+        self._draining = False  # write-buffer limit lowered to 0 until the buffer drains (sendfile next)
         self._running = False
         self._again = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -170,6 +173,8 @@ class KafkaConnection(asyncio.Protocol):
             self.client_host = str(peer[0])
             self.peer = f"{peer[0]}:{peer[1]}"
         sock = transport.get_extra_info("socket")
+        if transport.get_extra_info("ssl_object") is not None:
+            self._zero_copy = False  # sendfile on the raw socket would bypass the TLS layer
         if sock is not None:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -196,6 +201,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        if self._draining:
+            self._draining = False
+            if self.transport is not None:
+                self.transport.set_write_buffer_limits(high=self.server.write_buffer_bytes, low=0)
         self._run()
 
     def data_received(self, data: bytes) -> None:
@@ -362,7 +371,13 @@ class KafkaConnection(asyncio.Protocol):
             if self.closed or self.write_paused:
                 return False
             position = start + cur.offset
-            if self._sendfile_ok() and transport.get_write_buffer_size() == 0:
+            zero_copy = self._sendfile_ok()
+            if zero_copy and transport.get_write_buffer_size():
+                # earlier bytes are still buffered (the socket is full): sendfile after them
+                if self._wait_drained():
+                    return False
+                zero_copy = False
+            if zero_copy:
                 try:
                     sent = os.sendfile(self._fd, handle.fileno(), position, remaining)
                 except (BlockingIOError, InterruptedError):
@@ -392,6 +407,19 @@ class KafkaConnection(asyncio.Protocol):
 
     def _sendfile_ok(self) -> bool:
         return self._zero_copy and self.server.zero_copy and self._fd >= 0
+
+    def _wait_drained(self) -> bool:
+        """Pause writing until the transport's buffer is empty, by lowering its high-water mark
+        below what it holds (``resume_writing`` restores it); False if the transport did not
+        pause, and the caller copies this piece instead."""
+        transport = self.transport
+        assert transport is not None
+        transport.set_write_buffer_limits(high=0, low=0)
+        if self.write_paused:
+            self._draining = True
+            return True
+        transport.set_write_buffer_limits(high=self.server.write_buffer_bytes, low=0)
+        return False
 
     def _wait_writable(self) -> bool:
         """Watch the socket for writability (through a dup, as the transport owns its fd);

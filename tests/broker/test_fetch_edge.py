@@ -2,6 +2,8 @@
 
 * back-pressure: a client that pipelines large Fetches and never reads holds a bounded amount of
   broker memory (per connection and broker-wide), then gets every response intact and in order;
+  record data goes out with sendfile, never through memory — except on TLS, where it must be
+  encrypted;
 * file lifetime: a queued Fetch response sends the bytes it was built from even when its segment
   is deleted (topic deletion, DeleteRecords) and the descriptor number is reused meanwhile;
 * purgatory hygiene: long polls that expire, or whose topic is deleted, leave no watch entries.
@@ -11,9 +13,13 @@ Bounds come from the settings and from counts, never from elapsed time; waits ar
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import socket
+import ssl
 import struct
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -251,6 +257,87 @@ def test_broker_wide_budget_bounds_many_unread_connections(make_broker) -> None:
     finally:
         for c in clients:
             c.close()
+
+
+def test_record_data_waits_for_buffered_bytes_instead_of_being_copied(make_broker) -> None:
+    """With sendfile, record data never passes through memory: when bytes of earlier responses
+    are still in the write buffer (the socket is full), a region waits for them to drain instead
+    of being copied in behind them, so a client that does not read holds only non-record bytes."""
+    write_buffer, fetches = 1 * MiB, 6
+    broker = make_broker(connection_write_buffer_bytes=write_buffer)
+    expected = load_partition(broker, "big", 3, seed=6)
+    # a plain-bytes response of ~0.6 MB: most of it stays in the write buffer, below its limit
+    metadata = {"topics": [{"name": f"absent-{i:05d}-" + "x" * 200} for i in range(2_500)],
+                "allow_auto_topic_creation": False}
+    client = Raw(broker.port, rcvbuf=32 * 1024)
+    try:
+        client.sock.sendall(client.frame(ApiKey.METADATA, 4, metadata))
+        (size,) = _size.unpack(client._exact(4))
+        client._exact(size)
+        metadata_frame = 4 + size
+        assert write_buffer // 4 < metadata_frame < write_buffer
+
+        def shrink_send_buffer() -> None:
+            conn = connection(broker, client.local_port)
+            assert conn is not None and conn.transport is not None
+            conn.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 * 1024)
+
+        broker.call(shrink_send_buffer)
+        sendfile_before = broker.call(lambda: broker.core.server.sendfile_bytes)
+        client.sock.sendall(client.frame(ApiKey.METADATA, 4, metadata)
+                            + b"".join(client.frame(ApiKey.FETCH, FETCH_VERSION, fetch_body("big"))
+                                       for _ in range(fetches)))
+        wait_for(lambda: probe(broker, client.local_port).get("paused"), "writing held up")
+        for s in [probe(broker, client.local_port) for _ in range(20)]:
+            # the metadata response and frame headers only: no record bytes were copied in
+            assert s["buffered"] <= metadata_frame + 64 * 1024, s
+
+        got_cid, _ = client.read(ApiKey.METADATA, 4)
+        assert got_cid == 2
+        for cid in range(3, fetches + 3):
+            got_cid, resp = client.read(ApiKey.FETCH, FETCH_VERSION)
+            assert got_cid == cid
+            assert records_of(resp) == expected
+    finally:
+        client.close()
+    sent = broker.call(lambda: broker.core.server.sendfile_bytes) - sendfile_before
+    assert sent == fetches * len(expected), "every record byte went out with sendfile"
+
+
+def test_tls_connections_send_record_data_through_the_tls_layer(make_broker, tmp_path) -> None:
+    """sendfile writes to the raw socket: on a TLS connection it would put plaintext record
+    bytes into the encrypted stream, so record data is copied through the TLS transport."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command line is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    broker = make_broker()
+    expected = load_partition(broker, "big", 2, seed=7)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+
+    async def listen() -> asyncio.AbstractServer:
+        return await asyncio.get_running_loop().create_server(
+            lambda: KafkaConnection(broker.core.server), "127.0.0.1", 0, ssl=server_ctx)
+
+    started = broker.call(lambda: asyncio.ensure_future(listen()))
+    wait_for(lambda: broker.call(started.done), "a TLS listener")
+    listener = started.result()
+    try:
+        client = Raw(listener.sockets[0].getsockname()[1])
+        client_ctx = ssl.create_default_context(cafile=str(cert))
+        client_ctx.check_hostname = False
+        client.sock = client_ctx.wrap_socket(client.sock)
+        sendfile_before = broker.call(lambda: broker.core.server.sendfile_bytes)
+        for _ in range(2):
+            assert records_of(client.call(ApiKey.FETCH, FETCH_VERSION, fetch_body("big"))) == expected
+        assert broker.call(lambda: broker.core.server.sendfile_bytes) == sendfile_before
+        client.close()
+    finally:
+        broker.call(listener.close)
 
 
 # -- item: a queued response keeps its files ---------------------------------------------

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
 import ssl
 import struct
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from peers import require_tool
 
 from broker import BrokerThread
 from broker.server import KafkaConnection
@@ -307,9 +307,7 @@ def test_record_data_waits_for_buffered_bytes_instead_of_being_copied(make_broke
 def test_tls_connections_send_record_data_through_the_tls_layer(make_broker, tmp_path) -> None:
     """sendfile writes to the raw socket: on a TLS connection it would put plaintext record
     bytes into the encrypted stream, so record data is copied through the TLS transport."""
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("the openssl command line is needed to make a test certificate")
+    openssl = require_tool("openssl")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
                     "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"],

@@ -7,9 +7,11 @@ import shutil
 
 import pytest
 
+from broker.log import LogManager
 from broker.log.segment import SegmentFile
 from broker.log.testing import FakeClock, make_batch, open_log
 from broker.server import FileRegion
+from protocol.records import encode_batch
 
 
 def test_last_release_closes_the_file(tmp_path) -> None:
@@ -68,3 +70,30 @@ def test_retired_segment_stays_open_for_a_region_after_its_own_reference_goes(tm
     region.release()
     assert first.handle.closed
     log.close()
+
+
+def test_region_keeps_reading_a_segment_replaced_by_compaction(tmp_path) -> None:
+    clock = FakeClock()
+    t0 = clock()
+    with LogManager(tmp_path, clock) as lm:
+        lm.create_topic("compacted", 1, {"cleanup.policy": "compact", "segment.bytes": "1500",
+                                         "delete.retention.ms": "1000", "file.delete.delay.ms": "0"})
+        log = lm.get_log("compacted", 0)
+        for i in range(200):
+            log.append(encode_batch([(b"k%d" % (i % 5), b"v-%d" % i, None, t0 + i)]))
+        clock.advance(200_000)
+        first = log.segments[0]
+        result = log.read(first.base_offset, 1 << 20)  # the first segment's batches
+        expected = result.to_bytes()
+        region = FileRegion([(s.handle, s.position, s.length) for s in result.slices])
+        lm.maintenance()
+        assert lm.cleaner.wait_idle(30)
+        assert lm.apply_cleaned() == 1
+        assert log.segments[0] is not first  # swapped: the compacted copy now has the file's name
+        assert log.read(first.base_offset, 1 << 20).to_bytes() != expected
+        log.close_retired(clock(), force=True)
+        assert first.handle.refs == 1  # only the region's reference is left
+        handle, position, length = region.chunks[0]
+        assert os.pread(handle.fileno(), length, position) == expected
+        region.release()
+        assert first.handle.closed

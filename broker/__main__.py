@@ -1,4 +1,5 @@
-"""``python -m broker``: run the broker until SIGTERM or SIGINT."""
+"""``python -m broker``: run the broker until SIGTERM or SIGINT (exit 0), or until its data
+directory fails (exit ``EXIT_LOG_DIR_FAILURE`` = 74, EX_IOERR); 1 when it cannot start."""
 
 from __future__ import annotations
 
@@ -8,19 +9,24 @@ import signal
 import sys
 
 from broker.config import load
-from broker.core import BrokerCore
+from broker.core import EXIT_LOG_DIR_FAILURE, BrokerCore
 from broker.logging_setup import configure_logging
 
 
-async def _serve(core: BrokerCore) -> None:
+async def _serve(core: BrokerCore) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await core.start()
-    await stop.wait()
-    logging.getLogger("kbroker").info("shutting down")
+    waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(core.wait_stopped())]
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in waiters:
+        waiter.cancel()
+    if core.failure is None:
+        logging.getLogger("kbroker").info("shutting down")
     await core.stop()
+    return EXIT_LOG_DIR_FAILURE if core.failure is not None else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,13 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvloop
 
-        uvloop.run(_serve(core))
+        return uvloop.run(_serve(core))
     except ImportError:
-        asyncio.run(_serve(core))
+        return asyncio.run(_serve(core))
     except OSError as exc:
         logging.getLogger("kbroker").error("cannot start: %s", exc)
         return 1
-    return 0
 
 
 if __name__ == "__main__":

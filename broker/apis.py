@@ -17,9 +17,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.kv import KVError
+from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
 from broker.log.errors import InvalidTopicError
 from broker.log.manager import validate_topic_name
-from broker.topic_admin import INTERNAL_TOPICS, OFFSETS_TOPIC, TopicAdmin, TopicError
+from broker.topic_admin import TopicAdmin, TopicError
 from protocol.api import (
     APIS,
     ApiKey,
@@ -246,7 +247,7 @@ class KafkaApis:
                 names.append(name)
             auto_create = self.config.auto_create_topics_enable and (version < 4 or req.allow_auto_topic_creation)
         missing = [n for n in dict.fromkeys(names)
-                   if auto_create and image.topic(n) is None and valid_topic_name(n) and n not in INTERNAL_TOPICS]
+                   if auto_create and image.topic(n) is None and valid_topic_name(n) and not is_internal_topic(n)]
         if not missing:
             return self._metadata_body(names, {})
         return self._metadata_after_create(names, missing)
@@ -295,7 +296,7 @@ class KafkaApis:
                 "error_code": 0 if leader >= 0 else E.LEADER_NOT_AVAILABLE, "partition_index": p,
                 "leader_id": leader, "leader_epoch": part.leader_epoch, "replica_nodes": list(replicas),
                 "isr_nodes": list(part.isr), "offline_replicas": [r for r in replicas if not alive(r)]})
-        return {"error_code": 0, "name": name, "topic_id": t.topic_id, "is_internal": name in INTERNAL_TOPICS,
+        return {"error_code": 0, "name": name, "topic_id": t.topic_id, "is_internal": is_internal_topic(name),
                 "partitions": partitions, "topic_authorized_operations": -2147483648}
 
     def describe_cluster(self, ctx: RequestContext, req: Obj) -> Obj:
@@ -387,7 +388,8 @@ class KafkaApis:
         if req.transactional_id is not None:
             return Obj(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                        producer_id=-1, producer_epoch=-1)
-        # A non-transactional producer gets a fresh id every time (as Kafka does).
+        # As Kafka's TransactionCoordinator: a non-transactional producer always gets a fresh producer id
+        # at epoch 0, whatever id/epoch it names (bumping a named id would let any client fence another's).
         pid = self.producer_ids.try_next()
         if pid is not None:
             return Obj(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
@@ -415,6 +417,11 @@ class KafkaApis:
     async def _create_one(self, t: Obj, validate_only: bool, timeout_s: float) -> dict[str, Any]:
         name = t.name
         base = {"name": name, "num_partitions": -1, "replication_factor": -1, "configs": None}
+        if is_internal_topic(name):
+            # only the broker creates its internal topics (an admin-made one could never be written to
+            # nor deleted); Kafka's answer to creating its own internal metadata topic
+            return {**base, "error_code": E.INVALID_REQUEST,
+                    "error_message": f"Creation of internal topic {name} is prohibited."}
         if t.assignments and (t.num_partitions != -1 or t.replication_factor != -1):
             return {**base, "error_code": E.INVALID_REQUEST,
                     "error_message": "Both assignments and numPartitions/replicationFactor were set"}

@@ -3,15 +3,22 @@
 Precedence, lowest to highest: built-in defaults, the TOML file
 (``--config``), environment variables (``KBROKER_PORT=9093``), command-line
 flags.  Every limit the broker enforces is a field here.
+
+The known settings are exactly the fields of :class:`BrokerConfig` (a field added later is a
+setting at once).  A key that names none of them — in ``--set``, the TOML file or a ``KBROKER_*``
+variable — is refused with :class:`ConfigError` naming the key and the closest known one, as is a
+value that does not parse; ``python -m broker`` prints that one line and exits with code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import os
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +62,26 @@ class BrokerConfig:
     max_connections: int = 10_000
     connections_max_idle_ms: int = 600_000
     max_in_flight_requests_per_connection: int = 1_000
+    # response back-pressure: bytes of answered responses (record data included) not yet
+    # handed to the socket; past the per-connection limit, or past the broker-wide one for a
+    # connection that already has a response waiting, no further request of that connection
+    # is handled (and it is not read) until its client reads
+    queued_max_response_bytes_per_connection: int = 64 * 1024 * 1024
+    queued_max_response_bytes: int = 1024 * 1024 * 1024
+    # user-space write buffer per connection; record data goes out with sendfile and never
+    # enters it, except where sendfile cannot be used (TLS): then it is copied in pieces of this size
+    connection_write_buffer_bytes: int = 4 * 1024 * 1024
+    # completed or expired long-poll fetches are purged from the watch lists every N of them
+    fetch_purgatory_purge_interval_requests: int = 1000
 
     # topics and logs
     auto_create_topics_enable: bool = True
     num_partitions: int = 1
     delete_topic_enable: bool = True
     message_max_bytes: int = 1_048_588
+    # a produced batch recompressed to its topic's compression.type may inflate to at most this
+    # many bytes when decoded (beyond: CORRUPT_MESSAGE), so a compression bomb costs bounded memory
+    message_max_decompressed_bytes: int = 64 * 1024 * 1024
     fetch_max_bytes: int = 55 * 1024 * 1024
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_roll_ms: int = 7 * 24 * 3600 * 1000
@@ -85,7 +106,6 @@ class BrokerConfig:
 
     # operation
     log_level: str = "INFO"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:
@@ -109,19 +129,41 @@ class BrokerConfig:
         return 3 if self.cluster else 1
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
+class ConfigError(ValueError):
+    """A setting that does not exist or a value that does not parse (``python -m broker`` exits 2)."""
 
 
-def _coerce(name: str, raw: Any) -> Any:
+#: The known settings, derived from the dataclass: a field added later is a setting at once.
+_FIELDS = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+
+#: ``KBROKER_*`` environment variables that are read elsewhere and are not settings:
+#: the TOML file (here), the log format (``broker.logging_setup``), the admin CLI's bootstrap.
+NON_SETTING_ENV = frozenset({"KBROKER_CONFIG", "KBROKER_LOG_FORMAT", "KBROKER_BOOTSTRAP"})
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _coerce(name: str, raw: Any, key: str, source: str) -> Any:
     ftype = str(_FIELDS[name].type)
-    if raw is None or (isinstance(raw, str) and raw.lower() in ("none", "null") and "None" in ftype):
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("none", "null") and "None" in ftype):
+        if "None" not in ftype:
+            raise ConfigError(f"setting {key!r} ({source}) cannot be empty")
         return None
     if ftype.startswith("bool"):
         if isinstance(raw, bool):
             return raw
-        return str(raw).strip().lower() in ("1", "true", "yes", "on")
+        text = str(raw).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not a boolean (true/false)")
     if ftype.startswith("int"):
-        return int(raw)
+        if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not an integer")
+        try:
+            return int(raw.strip()) if isinstance(raw, str) else int(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not an integer") from None
     return str(raw)
 
 
@@ -129,41 +171,78 @@ def _normalise(key: str) -> str:
     return key.strip().lower().replace(".", "_").replace("-", "_")
 
 
-def from_mapping(values: dict[str, Any], base: BrokerConfig | None = None) -> BrokerConfig:
-    """Apply ``values`` (keys like ``port``, ``log.retention.ms`` or ``log-retention-ms``)."""
-    config = base or BrokerConfig()
+def _spelled_like(name: str, key: str, source: str) -> str:
+    """Field ``name`` written the way the user wrote ``key`` (dots, dashes, underscores, env)."""
+    if source == "environment":
+        return ENV_PREFIX + name.upper()
+    if "." in key:
+        return name.replace("_", ".")
+    if "-" in key:
+        return name.replace("_", "-")
+    return name
+
+
+def _unknown(key: str, name: str, source: str) -> ConfigError:
+    close = difflib.get_close_matches(name, list(_FIELDS), n=1, cutoff=0.6)
+    hint = f"; did you mean {_spelled_like(close[0], key, source)!r}?" if close else ""
+    return ConfigError(f"unknown setting {key!r} ({source}){hint}")
+
+
+def known_settings() -> list[str]:
+    """Every setting name, in Kafka's dotted spelling (``log.retention.ms``)."""
+    return sorted(name.replace("_", ".") for name in _FIELDS)
+
+
+def _apply(pairs: list[tuple[str, str, Any]], base: BrokerConfig | None, source: str) -> BrokerConfig:
+    """Apply ``(key as written, name, raw value)`` triples; unknown names raise ConfigError."""
     updates: dict[str, Any] = {}
-    extra = dict(config.extra)
-    for key, raw in values.items():
-        name = _normalise(key)
-        if name in _FIELDS:
-            updates[name] = _coerce(name, raw)
-        else:
-            extra[name] = raw
-    return dataclasses.replace(config, extra=extra, **updates)
+    for key, name, raw in pairs:
+        if name not in _FIELDS:
+            raise _unknown(key, name, source)
+        updates[name] = _coerce(name, raw, key, source)
+    return dataclasses.replace(base or BrokerConfig(), **updates)
+
+
+def from_mapping(values: Mapping[str, Any], base: BrokerConfig | None = None, *,
+                 source: str = "setting") -> BrokerConfig:
+    """Apply ``values`` (keys like ``port``, ``log.retention.ms`` or ``log-retention-ms``).
+
+    Raises :class:`ConfigError` naming the key (and the closest known one) for an unknown
+    setting, and for a value that does not parse as the setting's type.
+    """
+    return _apply([(key, _normalise(key), raw) for key, raw in values.items()], base, source)
 
 
 def from_toml(path: str | Path, base: BrokerConfig | None = None) -> BrokerConfig:
-    with open(path, "rb") as fh:
-        data = tomllib.load(fh)
-    flat: dict[str, Any] = {}
+    """Apply a TOML file: top-level keys, a ``[broker]`` table, or tables as prefixes (``[log]``)."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {path}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"configuration file {path} is not valid TOML: {exc}") from None
+    pairs: list[tuple[str, str, Any]] = []
 
-    def walk(prefix: str, node: dict[str, Any]) -> None:
+    def walk(path_parts: tuple[str, ...], node: dict[str, Any]) -> None:
         for key, value in node.items():
-            full = f"{prefix}_{key}" if prefix and prefix != "broker" else key
+            parts = (*path_parts, key) if path_parts != ("broker",) else (key,)
             if isinstance(value, dict):
-                walk(full, value)
+                walk(parts, value)
             else:
-                flat[full] = value
+                written = ".".join(parts)
+                pairs.append((written, _normalise("_".join(parts)), value))
 
-    walk("", data)
-    return from_mapping(flat, base)
+    walk((), data)
+    return _apply(pairs, base, f"in {path}")
 
 
-def from_env(environ: dict[str, str] | None = None, base: BrokerConfig | None = None) -> BrokerConfig:
+def from_env(environ: Mapping[str, str] | None = None, base: BrokerConfig | None = None) -> BrokerConfig:
+    """Apply ``KBROKER_*`` variables (``KBROKER_LOG_RETENTION_MS``); see :data:`NON_SETTING_ENV`."""
     env = os.environ if environ is None else environ
-    values = {k[len(ENV_PREFIX):]: v for k, v in env.items() if k.startswith(ENV_PREFIX) and k != "KBROKER_CONFIG"}
-    return from_mapping({k: v for k, v in values.items() if _normalise(k) in _FIELDS}, base)
+    pairs = [(k, _normalise(k[len(ENV_PREFIX):]), v) for k, v in sorted(env.items())
+             if k.startswith(ENV_PREFIX) and k not in NON_SETTING_ENV]
+    return _apply(pairs, base, "environment")
 
 
 def build_arg_parser() -> argparse.ArgumentParser:
@@ -184,10 +263,21 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> BrokerConfig:
-    """Build the configuration for the command line ``python -m broker``."""
-    args = build_arg_parser().parse_args(argv)
-    env = os.environ if environ is None else environ
+def load(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> BrokerConfig:
+    """Build the configuration for the command line ``python -m broker``.
+
+    A usage error (an unknown setting, a value that does not parse, an unreadable file) prints
+    one line naming it and exits with code 2, as argparse does for a bad flag.
+    """
+    parser = build_arg_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _load(args, os.environ if environ is None else environ)
+    except ConfigError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+
+
+def _load(args: argparse.Namespace, env: Mapping[str, str]) -> BrokerConfig:
     config = BrokerConfig(metrics_port=9464)
     config_file = args.config or env.get("KBROKER_CONFIG")
     if config_file:
@@ -204,13 +294,28 @@ def load(argv: list[str] | None = None, environ: dict[str, str] | None = None) -
         "log_level": args.log_level,
     }
     config = from_mapping({k: v for k, v in flags.items() if v is not None}, config)
-    extra: dict[str, str] = {}
+    settings: dict[str, str] = {}
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
-        extra[key] = value
-    config = from_mapping(extra, config)
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        settings[key] = value
+    config = from_mapping(settings, config, source="--set")
     if config.metrics_port == 0:
         config.metrics_port = None
+    validate(config)
     return config
+
+
+def validate(config: BrokerConfig) -> None:
+    """Cross-checks of values (the broker-level ``log.*`` defaults are topic configs too)."""
+    from broker.core import broker_log_defaults
+    from broker.log.config import validate_topic_configs
+    from broker.log.errors import InvalidConfigError
+
+    try:
+        validate_topic_configs(broker_log_defaults(config))
+    except InvalidConfigError as exc:
+        raise ConfigError(f"invalid log setting: {exc.detail}") from None
+    if config.offsets_topic_num_partitions < 1:
+        raise ConfigError("offsets.topic.num.partitions must be at least 1")

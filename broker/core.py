@@ -8,6 +8,11 @@ they use, not this object.  What it owns itself: the data directory's identity
 driver, periodic log maintenance, the metrics endpoint, and the order of
 startup (logs → metadata → replicas → serving) and shutdown (leave the
 cluster → drain connections → stop replicas → flush and close logs).
+
+A failed fsync (or any I/O failure the storage layer reports) takes the data
+directory offline (``broker.log.dir_failure``); the core then logs one CRITICAL
+line and stops the broker, as Kafka does when its last log directory fails.
+``failure`` says why, and ``python -m broker`` exits with ``EXIT_LOG_DIR_FAILURE``.
 """
 
 from __future__ import annotations
@@ -36,14 +41,18 @@ from broker.cluster.records import (
 )
 from broker.config import BrokerConfig
 from broker.faults import FaultInjector
+from broker.log.dir_failure import LogDirFailure
 from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
+from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.metrics import BrokerMetrics, BrokerState
 from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker")
 
-__all__ = ["BrokerCore", "LogError", "broker_log_defaults"]
+__all__ = ["EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults"]
+
+EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
 
 
 def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
@@ -76,6 +85,10 @@ class BrokerCore:
         self.bound: tuple[str, int] = (config.host, config.port)
         self._tasks: list[asyncio.Task[Any]] = []
         self.started = False
+        #: Why the data directory went offline (the broker then stops itself); None while healthy.
+        self.failure: LogDirFailure | None = None
+        self._stopping: asyncio.Future[None] | None = None
+        self._stopped = asyncio.Event()
 
     # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -91,6 +104,7 @@ class BrokerCore:
         data.mkdir(parents=True, exist_ok=True)
         self.timer = WheelTimer(asyncio.get_running_loop())
         self.logs = LogManager(data, default_configs=broker_log_defaults(config))
+        self.logs.dir_failure.add_listener(self._on_log_dir_failure)
         try:
             meta = self._check_meta()
             for (topic, partition), report in self.logs.recovery_reports.items():
@@ -153,6 +167,7 @@ class BrokerCore:
             raise
         self.metrics.state = self._metrics_state
         self.metrics.topic_names = lambda: set(image.topics)
+        self.metrics.queued_bytes = lambda: self.server.queued_bytes
         if config.metrics_port is not None:
             self.metrics.serve(config.metrics_host or config.host, config.metrics_port)
         self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
@@ -164,7 +179,7 @@ class BrokerCore:
     async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:
         """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
         coordinator shards finish loading (as a restarted single broker had its groups loaded at once)."""
-        from broker.topic_admin import OFFSETS_TOPIC
+        from broker.internal_topics import OFFSETS_TOPIC
 
         config = self.config
         if self.metadata.image.topic(OFFSETS_TOPIC) is None:
@@ -264,6 +279,19 @@ class BrokerCore:
         self.logs.retire_legacy_topics()
         log.info("imported %d topics into the metadata store", len(legacy))
 
+    # -- conveniences for embedding and tests -------------------------------------------
+    async def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str | None] | None = None,
+                           replication_factor: int | None = None) -> Any:
+        """Create a topic as CreateTopics would; returns its topic id once its partitions have leaders."""
+        rf = self.config.default_replication_factor if replication_factor is None else replication_factor
+        record = self.topics.plan(name, partitions, rf, None, configs or {})
+        await self.topics.create(record, 10.0)
+        return record.topic_id
+
+    async def alter_topic_configs(self, name: str, changes: dict[str, str | None]) -> dict[str, str]:
+        """Change a topic's config overrides (``None`` removes one); returns the overrides in force."""
+        return await self.topics.alter_configs(name, changes)
+
     # -- running ---------------------------------------------------------------------
     @property
     def cluster_id(self) -> str:
@@ -300,22 +328,43 @@ class BrokerCore:
         return BrokerState(parts, groups, cluster, self.fetchers.lag())
 
     async def stop(self) -> None:
-        if not self.started:
-            return
+        """Stop (once; a second call waits for the first).  An offline data directory is closed
+        without flushing or checkpointing: its recovery points stay where they were."""
+        if self._stopping is None:
+            if not self.started:
+                return
+            self._stopping = asyncio.ensure_future(self._stop())
+        await asyncio.shield(self._stopping)
+
+    async def wait_stopped(self) -> None:
+        """Return once the broker has stopped (by ``stop()`` or by a log directory failure)."""
+        await self._stopped.wait()
+
+    def _on_log_dir_failure(self, failure: LogDirFailure) -> None:
+        self.failure = failure
+        log.critical("log directory %s is offline: %s; stopping the broker (a restart recovers from the "
+                     "last recovery point)", failure.directory, failure.describe())
+        if self.started:
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop()))
+
+    async def _stop(self) -> None:
         self.started = False
-        await self._leave_cluster()
-        await self.server.stop()
-        for task in self._tasks:
-            task.cancel()
-        self.group_service.close()
-        await self.replica_manager.stop()
-        self.timer.close()
         try:
-            self.logs.flush_all()
+            await self._leave_cluster()
+            await self.server.stop()
+            for task in self._tasks:
+                task.cancel()
+            self.group_service.close()
+            await self.replica_manager.stop()
+            self.timer.close()
+            try:
+                self.logs.flush_all()  # does nothing once the directory is offline
+            finally:
+                self.logs.close()
+            self.metrics.close()
+            log.info("kbroker node %d stopped", self.config.node_id)
         finally:
-            self.logs.close()
-        self.metrics.close()
-        log.info("kbroker node %d stopped", self.config.node_id)
+            self._stopped.set()
 
     async def _leave_cluster(self, timeout_s: float = 5.0) -> None:
         """Controlled shutdown: deregister, then give the other brokers a moment to take over leadership."""
@@ -330,34 +379,52 @@ class BrokerCore:
             await asyncio.sleep(0.05)
 
     async def _maintenance_loop(self) -> None:
+        """Flush rounds, compaction swaps and (every retention check interval) log maintenance,
+        until the data directory goes offline."""
         interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
         loop = asyncio.get_running_loop()
         retention_every = self.config.log_retention_check_interval_ms / 1000
         next_retention = time.monotonic() + retention_every
-        while True:
+        while not self.logs.offline:
             await asyncio.sleep(interval)
             try:
                 await self._flush_due_logs(loop)
+                self.logs.apply_cleaned()
                 if time.monotonic() >= next_retention:
                     next_retention = time.monotonic() + retention_every
-                    self.logs.maintenance()
+                    self.logs.maintenance(flush=False)  # flushing is _flush_due_logs' job, off the loop
+            except KafkaStorageError:
+                if self.logs.offline:
+                    return  # _on_log_dir_failure has said so and is stopping the broker
+                log.exception("maintenance failed")
             except Exception:
                 log.exception("maintenance failed")
 
     async def _flush_due_logs(self, loop: asyncio.AbstractEventLoop) -> None:
-        """fsync logs whose ``flush.ms`` has passed, off the event loop."""
-        now = self.logs.clock()
-        due = [plog for plog in self.logs.logs() if plog.flush_due(now)]
-        if not due:
-            return
-        tickets = [(plog, plog.prepare_flush()) for plog in due]
+        """fsync the logs whose ``flush.ms`` has passed, off the event loop.
 
-        def run_all() -> None:
+        Costs the logs with unflushed data only.  Every ticket runs (and closes its descriptors)
+        even when another fails; a failed one advances nothing and takes the directory offline.
+        """
+        logs = self.logs
+        tickets: list[tuple[PartitionLog, FlushTicket]] = []
+        try:
+            for plog in logs.logs_due_for_flush(logs.clock()):
+                tickets.append((plog, plog.prepare_flush()))
+        except BaseException:
             for _, ticket in tickets:
-                ticket.run()
-
-        await loop.run_in_executor(None, run_all)
-        hosted = set(self.logs.logs())
+                ticket.close()
+            raise
+        if not tickets:
+            return
+        await loop.run_in_executor(None, FlushTicket.run_all, [ticket for _, ticket in tickets])
+        failed: KafkaStorageError | None = None
         for plog, ticket in tickets:
-            if plog in hosted:
+            if not logs.is_open(plog):
+                continue  # closed or its topic deleted meanwhile
+            try:
                 plog.complete_flush(ticket)
+            except KafkaStorageError as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed

@@ -15,6 +15,7 @@ form immediately.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import shutil
 import tempfile
 import threading
@@ -92,6 +93,7 @@ class BrokerThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopped: asyncio.Event | None = None
+        self._calls: set[asyncio.Future[None]] = set()
 
     def start(self, timeout: float = 30.0) -> BrokerThread:
         started: Future[None] = Future()
@@ -141,15 +143,31 @@ class BrokerThread:
         self.stop()
 
     def call(self, fn: Any, *args: Any) -> Any:
-        """Run ``fn(*args)`` on the broker's loop and return its result (for inspecting state)."""
+        """Run ``fn(*args)`` on the broker's loop and return its result (for inspecting state).
+
+        When ``fn`` returns an awaitable (``core.create_topic(...)``), its result is awaited on the loop.
+        """
         assert self._loop is not None
         result: Future[Any] = Future()
 
         def invoke() -> None:
             try:
-                result.set_result(fn(*args))
+                value = fn(*args)
             except BaseException as exc:
                 result.set_exception(exc)
+                return
+            if not inspect.isawaitable(value):
+                result.set_result(value)
+                return
+
+            async def wait() -> None:
+                try:
+                    result.set_result(await value)
+                except BaseException as exc:
+                    result.set_exception(exc)
+
+            self._calls.add(task := asyncio.ensure_future(wait()))
+            task.add_done_callback(self._calls.discard)
 
         self._loop.call_soon_threadsafe(invoke)
         return result.result(30)

@@ -10,11 +10,11 @@ per partition it leads (Kafka's ``GroupCoordinatorShard``):
 * on losing it, the shard is dropped and its parked requests answer
   NOT_COORDINATOR; requests for groups of partitions it does not lead answer
   NOT_COORDINATOR, so clients look the coordinator up again;
-* a shard's records are appended to its partition through the replica manager
-  and the replies that depend on them are held until the records are
-  replicated (acks=all) — Kafka's CoordinatorRuntime: a write yields records
-  and a response, and the response waits for the records to commit.  A failed
-  write answers its requests with the mapped coordinator error.
+* a shard's writes are appended to its partition through the replica manager
+  and reported back to the coordinator once replicated (acks=all), in order —
+  Kafka's CoordinatorRuntime: a write yields records and a response, and the
+  response waits for the records to commit; a failed write changes nothing and
+  the coordinator answers the requests that waited with the mapped error.
 
 Requests naming several groups (DescribeGroups, DeleteGroups, OffsetFetch v8+)
 are split by shard and their answers merged; ListGroups asks every shard.
@@ -31,12 +31,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from broker.group.config import GroupConfig
-from broker.group.coordinator import GroupCoordinator
+from broker.group.coordinator import Effects, GroupCoordinator, Write
 from broker.group.partitioning import coordinator_partition
+from broker.internal_topics import OFFSETS_TOPIC
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.errors import ProtocolError
 from protocol.primitives import Obj
-from protocol.records import decode_record_set, encode_batch
+from protocol.records import CorruptRecordError, decode_batch, encode_batch
 from protocol.timing_wheel import TimerTask
 
 if TYPE_CHECKING:
@@ -49,22 +51,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("kbroker.group")
 
 E = ErrorCode
-OFFSETS_TOPIC = "__consumer_offsets"
 #: How long a coordinator write may wait for replication before its requests fail.
 WRITE_TIMEOUT_MS = 30_000
-_LOAD_CHUNK = 4 << 20
-
-#: Append error -> what a coordinator write answers (Kafka's GroupMetadataManager mapping).
-_WRITE_ERRORS = {
-    E.UNKNOWN_TOPIC_OR_PARTITION: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_ENOUGH_REPLICAS_AFTER_APPEND: E.COORDINATOR_NOT_AVAILABLE,
-    E.REQUEST_TIMED_OUT: E.COORDINATOR_NOT_AVAILABLE,
-    E.NOT_LEADER_OR_FOLLOWER: E.NOT_COORDINATOR,
-    E.KAFKA_STORAGE_ERROR: E.NOT_COORDINATOR,
-    E.MESSAGE_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
-    E.RECORD_LIST_TOO_LARGE: E.INVALID_COMMIT_OFFSET_SIZE,
-}
+#: Batches replayed between two yields to the event loop while a shard loads.
+_LOAD_BATCHES_PER_STEP = 200
 
 
 def _now_ms() -> int:
@@ -97,14 +87,27 @@ class GroupService:
         self._closed = False
         self._generations: dict[str, tuple[int, str, float]] = {}
         self._write_tail: dict[int, asyncio.Future[Any]] = {}
+        self._warned_partitions = False
         replica.add_leadership_listener(self._on_leadership)
 
     # -- placement -------------------------------------------------------------------
     @property
     def num_partitions(self) -> int:
-        """The offsets topic's real partition count once it exists (the setting only creates it)."""
+        """The partition count group placement uses: the existing topic's, as in Kafka.
+
+        ``offsets.topic.num.partitions`` only sizes the topic when it is created; once it exists
+        its real count governs ``partitionFor`` and loading, whatever the setting says now.
+        """
+        configured = self.broker_config.offsets_topic_num_partitions
         count = self._topic_partitions(OFFSETS_TOPIC)
-        return count if count else self.broker_config.offsets_topic_num_partitions
+        if not count:
+            return configured
+        if count != configured and not self._warned_partitions:
+            self._warned_partitions = True
+            log.warning("%s has %d partitions; offsets.topic.num.partitions=%d applies only when the topic is "
+                        "created, so groups stay placed over %d partitions", OFFSETS_TOPIC, count, configured,
+                        count)
+        return count
 
     def partition_for(self, group_id: str) -> int:
         return coordinator_partition(group_id, self.num_partitions)
@@ -139,32 +142,44 @@ class GroupService:
             self._unload(current)
 
     async def _load(self, shard: _Shard) -> None:
-        """Replay the partition into a new shard, a chunk at a time (the loop keeps serving meanwhile)."""
+        """Replay the partition into a new shard, some batches at a time (the loop keeps serving meanwhile).
+
+        A record that does not decode (a batch with a bad CRC or bad records, a key or value of no
+        known shape) is logged with its partition and offset, counted in
+        ``kbroker_offsets_load_errors_total`` and skipped: one bad record never stops a load.
+        """
         started = time.perf_counter()
         coordinator = GroupCoordinator(self._group_config(), now_ms=_now_ms(),
                                        partition_count=self._topic_partitions)
-        records = 0
+        records = errors = 0
         try:
             plog = self.replica.partitions[(OFFSETS_TOPIC, shard.partition)].log
-            offset, end = plog.log_start_offset, plog.log_end_offset
-            while offset < end:
-                data = plog.read(offset, _LOAD_CHUNK, True, max_offset=end).to_bytes()
-                if not data:
+            start, end = plog.log_start_offset, plog.log_end_offset
+            for n, (header, data) in enumerate(plog.iter_batches(start)):
+                if header.base_offset >= end:
                     break
-                last = offset
-                for rec in decode_record_set(data):
-                    if rec.offset < offset:
+                if n % _LOAD_BATCHES_PER_STEP == _LOAD_BATCHES_PER_STEP - 1:
+                    await asyncio.sleep(0)
+                    if self.shards.get(shard.partition) is not shard:
+                        return  # leadership moved on while loading
+                if header.is_control:
+                    continue
+                try:
+                    _, batch = decode_batch(data)
+                except CorruptRecordError as exc:
+                    errors += self._load_error(shard.partition, header.base_offset, exc, "batch")
+                    continue
+                for rec in batch:
+                    if rec.offset < start:
                         continue
-                    if rec.key is not None:
+                    try:
+                        if rec.key is None:
+                            raise ProtocolError("record without a key")
                         coordinator.load(shard.partition, rec.key, rec.value)
-                        records += 1
-                    last = rec.offset
-                if last + 1 <= offset:
-                    break
-                offset = last + 1
-                await asyncio.sleep(0)
-                if self.shards.get(shard.partition) is not shard:
-                    return  # leadership moved on while loading
+                    except Exception as exc:  # any undecodable record: skip it, never stop the load
+                        errors += self._load_error(shard.partition, rec.offset, exc, "record")
+                        continue
+                    records += 1
         except Exception:
             log.exception("loading %s-%d failed", OFFSETS_TOPIC, shard.partition)
             if self.shards.get(shard.partition) is shard:
@@ -175,8 +190,16 @@ class GroupService:
         shard.coordinator = coordinator
         shard.loading = False
         self._apply(shard, coordinator.complete_load(_now_ms()))
-        log.log(logging.INFO if records else logging.DEBUG, "coordinator for %s-%d (epoch %d): loaded %d records "
-                "in %.3fs", OFFSETS_TOPIC, shard.partition, shard.epoch, records, time.perf_counter() - started)
+        log.log(logging.INFO if records or errors else logging.DEBUG,
+                "coordinator for %s-%d (epoch %d): loaded %d records in %.3fs%s", OFFSETS_TOPIC, shard.partition,
+                shard.epoch, records, time.perf_counter() - started,
+                f" ({errors} unreadable, skipped)" if errors else "")
+
+    def _load_error(self, partition: int, offset: int, exc: Exception, what: str) -> int:
+        log.error("skipping unreadable %s at %s-%d offset %d: %s: %s", what, OFFSETS_TOPIC, partition, offset,
+                  type(exc).__name__, exc)
+        self.metrics.offsets_load_errors.inc()
+        return 1
 
     def _unload(self, shard: _Shard) -> None:
         if self.shards.get(shard.partition) is shard:
@@ -305,44 +328,53 @@ class GroupService:
         return Obj(throttle_time_ms=0, error_code=error, groups=groups)
 
     # -- effects ---------------------------------------------------------------------
-    def _apply(self, shard: _Shard, effects: Any) -> None:
-        """Release replies at once, or after the effects' records are replicated."""
-        replies = list(effects.replies)
-        if effects.records:
-            self._write(shard, effects.records, replies)
-        else:
-            self._release(shard, replies, E.NONE)
-        self._rearm(shard)
-
-    def _release(self, shard: _Shard, replies: list[tuple[Any, dict[str, Any]]], write_error: int) -> None:
-        for token, body in replies:
+    def _apply(self, shard: _Shard, effects: Effects) -> None:
+        """Release the replies, then start the writes (whose completion may release more)."""
+        if self._closed:
+            return
+        for token, body in effects.replies:
             shard.tokens.discard(token)
             future = self._pending.pop(token, None)
-            if future is None or future.done():
-                continue
-            if write_error != E.NONE:
-                body = _with_error(body, write_error)
-            future.set_result(body)
+            if future is not None and not future.done():
+                future.set_result(body)
+        if effects.removed_groups:
+            for group_id in effects.removed_groups:
+                self._generations.pop(group_id, None)
+        for write in effects.writes:
+            self._start_write(shard, write)
+        self._rearm(shard)
 
-    def _write(self, shard: _Shard, records: list[tuple[int, bytes, bytes | None]],
-               replies: list[tuple[Any, dict[str, Any]]]) -> None:
+    def _start_write(self, shard: _Shard, write: Write) -> None:
+        """Append one coordinator write to the shard's partition; report it once replicated, in order."""
         now = _now_ms()
-        batch = encode_batch([(key, value, [], now) for _, key, value in records])
-        pending = self.replica.append_to_leader(OFFSETS_TOPIC, shard.partition, batch, WRITE_TIMEOUT_MS)
-        previous = self._write_tail.get(shard.partition)
+        try:
+            batch = encode_batch([(key, value, [], now) for key, value in write.records])
+            pending = self.replica.append_to_leader(OFFSETS_TOPIC, write.partition, batch, WRITE_TIMEOUT_MS)
+        except Exception:
+            log.exception("appending to %s-%d failed", OFFSETS_TOPIC, write.partition)
+            done: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+            done.set_result((E.UNKNOWN_SERVER_ERROR, -1))
+            pending = done
+        previous = self._write_tail.get(write.partition)
 
         async def complete() -> None:
             code, _ = await pending
             if previous is not None and not previous.done():
-                await asyncio.shield(previous)  # answers leave in the order the writes were made
-            mapped = E.NONE if code == E.NONE else _WRITE_ERRORS.get(code, E.COORDINATOR_NOT_AVAILABLE)
-            if mapped != E.NONE:
-                log.warning("write to %s-%d failed (%s): answering %s", OFFSETS_TOPIC, shard.partition,
-                            _name(code), _name(mapped))
-            self._release(shard, replies, mapped)
+                await asyncio.shield(previous)  # writes complete in the order they were made
+            if self.shards.get(shard.partition) is not shard or shard.coordinator is None:
+                return  # the shard is gone (its requests were answered NOT_COORDINATOR)
+            now = _now_ms()
+            if code == E.NONE:
+                effects = shard.coordinator.write_committed(now, write.write_id)
+            else:
+                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, write.partition, _name(code))
+                effects = shard.coordinator.write_failed(now, write.write_id, code)
+            self._apply(shard, effects)
 
         task = asyncio.ensure_future(complete())
-        self._write_tail[shard.partition] = task
+        self._write_tail[write.partition] = task
+        task.add_done_callback(lambda t: self._write_tail.pop(write.partition, None)
+                               if self._write_tail.get(write.partition) is t else None)
 
     def _track_rebalances(self, shard: _Shard, group_id: str | None = None) -> None:
         """Count generations that completed since the last look (for the rebalance metrics)."""
@@ -459,15 +491,6 @@ def _name(code: int) -> str:
         return ErrorCode(code).name
     except ValueError:
         return str(code)
-
-
-def _with_error(body: dict[str, Any], code: int) -> dict[str, Any]:
-    """A reply whose every error field says ``code`` (its write did not make it)."""
-    from broker.apis import _fill_errors
-
-    out = Obj(body)
-    _fill_errors(out, code)
-    return out
 
 
 def _describe_error(group_id: str, code: int) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
+from broker.internal_topics import is_internal_topic
+
 log = logging.getLogger("kbroker.metrics")
 
 MAX_LABELLED_TOPICS = 1000
@@ -78,6 +80,8 @@ class BrokerMetrics:
         self.state: Callable[[], BrokerState | None] = lambda: None
         #: the topics that exist (to drop series of deleted ones)
         self.topic_names: Callable[[], set[str]] = set
+        #: bytes of responses queued on connections (the server's count)
+        self.queued_bytes: Callable[[], int] = lambda: 0
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.topic_label = _BoundedLabels(MAX_LABELLED_TOPICS)
@@ -90,13 +94,17 @@ class BrokerMetrics:
                               ["api", "error"], registry=r)
         self.bytes_in_total = Counter("kbroker_bytes_in", "Record bytes appended by producers", ["topic"],
                                       registry=r)
-        self.bytes_out_total = Counter("kbroker_bytes_out", "Record bytes served to fetchers", ["topic"],
-                                       registry=r)
+        self.bytes_out_total = Counter("kbroker_bytes_out", "Record bytes sent to fetchers, counted once "
+                                       "their response has been written", ["topic"], registry=r)
         self.messages_in_total = Counter("kbroker_messages_in", "Records appended by producers", ["topic"],
                                          registry=r)
         self.connections = Gauge("kbroker_active_connections", "Open client connections", registry=r)
         self.waiting_fetches = Gauge("kbroker_waiting_fetches", "Long-poll fetches parked in purgatory",
                                      registry=r)
+        self.queued_response_bytes = Gauge("kbroker_queued_response_bytes",
+                                           "Bytes of answered responses (record data included) not yet "
+                                           "handed to the client sockets", registry=r)
+        self.queued_response_bytes.set_function(self._queued_response_bytes)
         self.rebalances = Counter("kbroker_group_rebalances", "Completed rebalances (new generations)",
                                   registry=r)
         self.rebalance_seconds = Histogram("kbroker_group_rebalance_duration_seconds",
@@ -106,6 +114,9 @@ class BrokerMetrics:
                                    registry=r)
         self.isr_expands = Counter("kbroker_isr_expands", "ISR expansions written by this broker as leader",
                                    registry=r)
+        self.offsets_load_errors = Counter("kbroker_offsets_load_errors",
+                                           "__consumer_offsets records skipped while loading because they do "
+                                           "not decode", registry=r)
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
@@ -114,6 +125,9 @@ class BrokerMetrics:
         self._loop_thread: int | None = None
         #: the port /metrics is served on (the real one when ``metrics_port`` was 0)
         self.bound_port: int | None = None
+
+    def _queued_response_bytes(self) -> float:
+        return float(self.queued_bytes())
 
     # -- request path ------------------------------------------------------------------
 
@@ -255,7 +269,7 @@ class _StateCollector:
         all_bytes = 0
         for topic, partition, end, nbytes, first, _hw in sorted(parts):
             all_bytes += nbytes
-            if topic.startswith("__"):
+            if is_internal_topic(topic):
                 continue
             if topic not in labelled:
                 if self.metrics.topic_label(topic) == OTHER:
@@ -270,7 +284,7 @@ class _StateCollector:
         lag = GaugeMetricFamily("kbroker_replica_fetcher_lag", "Messages a follower is behind its leader's "
                                 "high watermark", labels=["topic", "partition"])
         for (topic, partition), behind in sorted(state.fetcher_lag.items()):
-            if topic in labelled or (not topic.startswith("__") and self.metrics.topic_label(topic) != OTHER):
+            if topic in labelled or (not is_internal_topic(topic) and self.metrics.topic_label(topic) != OTHER):
                 lag.add_metric([topic, str(partition)], behind)
         yield leo
         yield size

@@ -10,7 +10,14 @@ purgatory parks it under one or more *watch keys* and on a timer:
 * :meth:`DelayedOperationPurgatory.check_and_complete` is called when something happens to a key
   (new data appended, high watermark moved, a member joined);
 * :meth:`DelayedOperationPurgatory.advance` moves the injected clock, expiring operations whose
-  deadline passed, and purges completed operations from the watcher lists when they pile up.
+  deadline passed.
+
+An operation completed through one key (or expired) stays in the watch lists of its other keys
+until a purge.  As in Kafka, the purgatory counts the operations it has watched and, whenever
+that estimate exceeds the operations still waiting by more than ``purge_interval``, drops
+completed operations from every watch list; it also drops them all once nothing is waiting.
+The check runs whenever a waiting operation completes (expirations included), whichever
+scheduler fires the timers, so watch lists of idle or deleted keys do not grow without bound.
 
 Completion is exactly-once: whichever of ``try_complete``/expiration/``force_complete`` wins calls
 :meth:`DelayedOperation.on_complete`; expiration then also calls
@@ -74,6 +81,8 @@ class DelayedOperation:
             self._purgatory = None
             purgatory._num_delayed -= 1
         self.on_complete()
+        if purgatory is not None:
+            purgatory.maybe_purge()
         return True
 
     def try_complete(self) -> bool:
@@ -196,12 +205,19 @@ class DelayedOperationPurgatory:
         before = self._expired_total
         for callback in self.timer.advance(now_ms):
             callback()
-        if self._estimated_total - self._num_delayed > self.purge_interval:
-            self.purge_completed()
+        self.maybe_purge()
         return self._expired_total - before
 
     def next_deadline(self) -> int | None:
         return self.timer.next_deadline()
+
+    def maybe_purge(self) -> int:
+        """Purge completed operations when enough have piled up (or nothing waits any more)."""
+        if not self._watchers:
+            return 0
+        if self._num_delayed == 0 or self._estimated_total - self._num_delayed > self.purge_interval:
+            return self.purge_completed()
+        return 0
 
     def purge_completed(self) -> int:
         """Drop completed operations from every watcher list; returns how many entries went."""

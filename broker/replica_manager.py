@@ -30,16 +30,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.image import MetadataDelta, MetadataImage
 from broker.cluster.kv import KVError
 from broker.cluster.records import PartitionRecord
+from broker.internal_topics import is_internal_topic
 from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from broker.log.recompress import recompress_for_topic
 from broker.partition import Partition
 from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
-from broker.server import FileRegion
+from broker.server import FileRegion, release_parts
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
@@ -58,7 +60,6 @@ log = logging.getLogger("kbroker.replica")
 
 E = ErrorCode
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TopicPartition = tuple[str, int]
 LeadershipListener = Callable[[str, int, bool, int], None]
 
@@ -67,10 +68,11 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _records_region(result: ReadResult) -> FileRegion | None:
+def _records_region(result: ReadResult, on_sent: Callable[[int], None]) -> FileRegion | None:
+    """The read's file slices as a region that keeps their files open until it is released."""
     if not result.slices:
         return None
-    return FileRegion([(s.fileno(), s.position, s.length) for s in result.slices])
+    return FileRegion([(s.handle, s.position, s.length) for s in result.slices], on_sent)
 
 
 class _FetchPartition:
@@ -102,6 +104,8 @@ class DelayedFetch(DelayedOperation):
         self.min_bytes = min_bytes
         self.replica_id = replica_id
         self.future: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
+        # the connection went away (its request task was cancelled): leave the purgatory now
+        self.future.add_done_callback(lambda f: f.cancelled() and self.force_complete())
 
     def try_complete(self) -> bool:
         if self.manager.available_bytes(self.parts, self.replica_id) >= self.min_bytes:
@@ -180,8 +184,11 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self._listeners: list[LeadershipListener] = []
         clock = lambda: int(timer.now_ms())  # noqa: E731
-        self.fetch_purgatory = DelayedOperationPurgatory("fetch", schedule=timer.call_at_ms, clock=clock)
-        self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock)
+        purge = config.fetch_purgatory_purge_interval_requests
+        self.fetch_purgatory = DelayedOperationPurgatory("fetch", schedule=timer.call_at_ms, clock=clock,
+                                                         purge_interval=purge)
+        self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock,
+                                                           purge_interval=purge)
         self._isr_task: asyncio.Task[None] | None = None
         self._alter_tasks: set[asyncio.Task[None]] = set()
 
@@ -202,8 +209,7 @@ class ReplicaManager:
     # -- following the metadata ------------------------------------------------------
     def on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
         for name, topic_id in delta.topics_deleted.items():
-            for tp in [tp for tp, p in self.partitions.items() if tp[0] == name and p.topic_id == topic_id]:
-                self._remove(tp, delete=True)
+            self._remove_all([tp for tp, p in self.partitions.items() if tp[0] == name and p.topic_id == topic_id])
         touched: set[TopicPartition] = set(delta.partitions_changed)
         for name in delta.topics_created | delta.topics_changed:
             t = image.topic(name)
@@ -247,12 +253,12 @@ class ReplicaManager:
         role = partition.apply_record(pimg.record, pimg.replicas, pimg.mod_revision, now)
         if role == "leader":
             self.fetchers.unfollow(tp)
-            log.log(logging.DEBUG if tp[0] in INTERNAL_TOPICS else logging.INFO, "%s-%d: leader in epoch %d, ISR %s",
+            log.log(logging.DEBUG if is_internal_topic(tp[0]) else logging.INFO, "%s-%d: leader in epoch %d, ISR %s",
                     tp[0], tp[1], partition.leader_epoch, list(partition.isr))
             self._notify(tp, True, partition.leader_epoch)
         elif role == "follower":
             self.fetchers.follow(partition)
-            log.log(logging.DEBUG if tp[0] in INTERNAL_TOPICS else logging.INFO, "%s-%d: follower of %d in epoch %d",
+            log.log(logging.DEBUG if is_internal_topic(tp[0]) else logging.INFO, "%s-%d: follower of %d in epoch %d",
                     tp[0], tp[1], partition.leader, partition.leader_epoch)
             self._notify(tp, False, partition.leader_epoch)
         if partition.is_leader:
@@ -267,14 +273,29 @@ class ReplicaManager:
                 log.exception("leadership listener failed for %s-%d", *tp)
 
     def _remove(self, tp: TopicPartition, *, delete: bool) -> None:
-        partition = self.partitions.pop(tp, None)
-        self.fetchers.unfollow(tp)
-        if partition is not None:
-            partition.leader = -2  # neither leader nor follower: parked requests answer NOT_LEADER
-            self._notify(tp, False, partition.leader_epoch)
-            self._wake(tp)
+        self._remove_all([tp], delete=delete)
+
+    def _remove_all(self, tps: list[TopicPartition], *, delete: bool = True) -> None:
+        """Stop hosting ``tps``: all of them first, then answer what was parked on them (a fetch
+        parked on several sees them all gone), then drop their logs."""
+        for tp in tps:
+            partition = self.partitions.pop(tp, None)
+            self.fetchers.unfollow(tp)
+            if partition is not None:
+                partition.leader = -2  # neither leader nor follower: parked requests answer NOT_LEADER
+                self._notify(tp, False, partition.leader_epoch)
+        self.partitions_removed(tps)
         if delete:
-            self.logs.delete_log(*tp)
+            for tp in tps:
+                self.logs.delete_log(*tp)
+
+    def partitions_removed(self, keys: Iterable[Hashable]) -> None:
+        """Partitions went away (topic deleted, replica moved): answer the requests parked on them at
+        once (they now see the error) and drop their watch lists."""
+        for purgatory in (self.produce_purgatory, self.fetch_purgatory):
+            for key in keys:
+                purgatory.check_and_complete(key)
+                purgatory.cancel_for_key(key)
 
     def _wake(self, tp: TopicPartition) -> None:
         """Something changed for ``tp`` (data, high watermark, role): let parked requests look again."""
@@ -330,9 +351,10 @@ class ReplicaManager:
                     entry = self._produce_error(pd.index, E.INVALID_REQUIRED_ACKS)
                 elif req.transactional_id is not None:
                     entry = self._produce_error(pd.index, E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-                elif topic.name in INTERNAL_TOPICS:
+                elif is_internal_topic(topic.name):
+                    # only the coordinators write their topics: a forged record would be replayed when loading
                     entry = self._produce_error(pd.index, E.INVALID_TOPIC_EXCEPTION,
-                                                f"cannot append to internal topic {topic.name}")
+                                                f"Cannot append to internal topic {topic.name}")
                 else:
                     entry = self._append_partition(topic.name, pd.index, pd.records, version, acks, waits)
                 any_error = any_error or entry["error_code"] != 0
@@ -386,11 +408,15 @@ class ReplicaManager:
         try:
             p = self.leader_partition(topic, partition)
             plog = p.log
-            if acks == -1 and len(p.isr) < plog.config.min_insync_replicas:
+            min_isr = plog.config.min_insync_replicas
+            if acks == -1 and len(p.isr) < min_isr:
+                # Kafka's Partition.appendRecordsToLeader: nothing is appended
                 return self._produce_error(partition, E.NOT_ENOUGH_REPLICAS,
-                                           f"ISR {list(p.isr)} is smaller than min.insync.replicas="
-                                           f"{plog.config.min_insync_replicas}")
-            result = plog.append(bytearray(records))
+                                           f"The size of the current ISR {list(p.isr)} is insufficient to satisfy "
+                                           f"the min.isr requirement of {min_isr} for partition {topic}-{partition}")
+            batch = recompress_for_topic(records, header, plog.config.compression_type,
+                                         max_decompressed_size=self.config.message_max_decompressed_bytes)
+            result = plog.append(bytearray(batch))
         except LogError as exc:
             return self._produce_error(partition, exc.error_code, exc.detail or None)
         self.metrics.bytes_in(topic, len(records), header.records_count)
@@ -462,6 +488,7 @@ class ReplicaManager:
         min_bytes = max(1, min(req.min_bytes, req.max_bytes))
         if ready or req.max_wait_ms <= 0 or not parts or self._fetched_bytes(body) >= min_bytes:
             return body
+        self._release_records(body)  # not sent: the fetch is answered by a fresh read later
         op = DelayedFetch(self, version, req, parts, min_bytes, min(req.max_wait_ms, 300_000), replica_id)
         keys = [(p.name, p.partition) for p in parts if p.name is not None]
         self.metrics.waiting_fetches.inc()
@@ -494,6 +521,11 @@ class ReplicaManager:
         if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
             return epoch, end
         return None
+
+    @staticmethod
+    def _release_records(body: Obj) -> None:
+        for t in body["responses"]:
+            release_parts([p["records"] for p in t["partitions"]])
 
     @staticmethod
     def _fetched_bytes(body: Obj) -> int:
@@ -598,15 +630,19 @@ class ReplicaManager:
                 continue
             if req.isolation_level == 1:
                 entry["aborted_transactions"] = []
-            region = _records_region(result)
-            if region is not None and region.size:
+            region = _records_region(result, self._bytes_out_counter(fp.name or ""))
+            if region is not None:
                 entry["records"] = region
                 remaining = max(0, remaining - region.size)
                 min_one = False
-                self.metrics.bytes_out(fp.name or "", region.size)
         body = Obj(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
                    node_endpoints=self._node_endpoints(leaders) if version >= 16 else [])
         return body, urgent
+
+    def _bytes_out_counter(self, topic: str) -> Callable[[int], None]:
+        """Counts a partition's record bytes once its response has actually been sent."""
+        metrics = self.metrics
+        return lambda nbytes: metrics.bytes_out(topic, nbytes)
 
     def _node_endpoints(self, nodes: set[int]) -> list[dict[str, Any]]:
         out = []

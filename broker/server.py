@@ -1,11 +1,29 @@
 """The network edge: accepts TCP connections, frames requests, writes responses in order.
 
 Each connection is an :class:`asyncio.Protocol`.  Requests are decoded as
-they arrive and handed to the single dispatch point
+they arrive and handed, in order, to the single dispatch point
 (:meth:`broker.apis.KafkaApis.handle`); handlers answer at once or later (a
-long-poll Fetch, a JoinGroup), and responses leave in request order.  Record
-data in Fetch responses is sent from the segment files with ``os.sendfile``
-when the socket is writable, otherwise copied.
+long-poll Fetch, a JoinGroup), and responses leave in request order.
+
+Record data in Fetch responses stays in the segment files: a
+:class:`FileRegion` holds a reference on each file it names until the
+response has been handed to the socket or the connection is dropped, so a
+segment or topic deleted meanwhile still sends its own bytes.  Regions are
+streamed as the socket drains with ``os.sendfile``: when the socket is full
+the connection waits for writability, and when bytes of earlier responses are
+still in the transport's write buffer it waits for that buffer to drain, so
+record data never passes through memory.  Only where sendfile cannot be used
+(a TLS transport, a file system without it) are regions copied, in pieces that
+keep the write buffer near ``connection.write.buffer.bytes``.
+
+Back-pressure works as Kafka muting a channel while its response is in
+flight: the bytes of answered responses not yet handed to the socket (record
+data included) are counted per connection and broker-wide.  Past
+``queued.max.response.bytes.per.connection``, or past
+``queued.max.response.bytes`` for a connection that already has a response
+waiting, the connection's further requests stay decoded but unhandled and
+reading stays paused until its client reads.  A client that pipelines
+requests and never reads therefore holds a bounded amount of memory.
 
 A malformed frame closes its connection; nothing a client sends reaches past
 that connection.
@@ -15,11 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import errno
 import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from protocol.errors import ProtocolError
@@ -29,17 +48,65 @@ from protocol.primitives import ExternalBytes
 if TYPE_CHECKING:
     from broker.apis import KafkaApis
     from broker.config import BrokerConfig
+    from broker.log.segment import SegmentFile
 
 log = logging.getLogger("kbroker.server")
 
+#: smallest piece copied into the write buffer when sendfile cannot be used, so copying progresses
+_MIN_COPY = 64 * 1024
+#: sendfile errors meaning "not for this socket/file": fall back to copying on this connection
+_NO_SENDFILE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.EOVERFLOW})
+
+
 class FileRegion(ExternalBytes):
-    """Record bytes in segment files: ``(fileno, offset, length)`` chunks sent back to back."""
+    """Record bytes in segment files: ``(file, offset, length)`` chunks sent back to back.
 
-    __slots__ = ("chunks",)
+    The region takes a reference on every :class:`~broker.log.segment.SegmentFile` it names
+    and keeps it until :meth:`release`, which the connection calls once the bytes are handed to
+    the socket or the connection is dropped.  ``on_sent(size)`` runs once the whole region has
+    been handed to the socket (never for a response that was not sent).
+    """
 
-    def __init__(self, chunks: list[tuple[int, int, int]]) -> None:
+    __slots__ = ("_held", "chunks", "on_sent")
+
+    def __init__(self, chunks: list[tuple[SegmentFile, int, int]],
+                 on_sent: Callable[[int], None] | None = None) -> None:
         super().__init__(sum(c[2] for c in chunks))
+        held: list[SegmentFile] = []
+        try:
+            for handle, _, _ in chunks:
+                held.append(handle.retain())
+        except BaseException:
+            for handle in held:
+                handle.release()
+            raise
         self.chunks = chunks
+        self.on_sent = on_sent
+        self._held = held
+
+    def release(self) -> None:
+        """Give the file references back (idempotent)."""
+        held, self._held = self._held, []
+        for handle in held:
+            handle.release()
+
+    def __del__(self) -> None:
+        # Safety net for a response dropped before reaching a connection (its request task
+        # was cancelled): the references go with the region instead of leaking.
+        if getattr(self, "_held", None):
+            self.release()
+
+
+def release_parts(parts: Any) -> None:
+    """Release the file regions of response parts that will not be written."""
+    if parts:
+        for part in parts:
+            if isinstance(part, FileRegion):
+                part.release()
+
+
+def _parts_size(parts: list[Any]) -> int:
+    return sum(p.size if isinstance(p, ExternalBytes) else len(p) for p in parts)
 
 
 class _Slot:
@@ -48,6 +115,17 @@ class _Slot:
     def __init__(self) -> None:
         self.parts: Any = None
         self.done = False
+
+
+class _RegionCursor:
+    """Progress through a :class:`FileRegion` being written: chunk index, bytes of it sent."""
+
+    __slots__ = ("index", "offset", "region")
+
+    def __init__(self, region: FileRegion) -> None:
+        self.region = region
+        self.index = 0
+        self.offset = 0
 
 
 class KafkaConnection(asyncio.Protocol):
@@ -60,13 +138,28 @@ class KafkaConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = ""
+        #: decoded requests not handled yet (held back by the in-flight and queued-bytes limits)
+        self.backlog: collections.deque[bytes] = collections.deque()
+        #: handled requests in arrival order, answered or not
         self.pending: collections.deque[_Slot] = collections.deque()
+        #: answered responses, in order, not yet handed to the socket
+        self.out: collections.deque[bytes | _RegionCursor] = collections.deque()
+        #: bytes of answered responses (record data included) not yet handed to the socket
+        self.queued_bytes = 0
         self.closed = False
         self.closing = False
         self.last_active = time.monotonic()
         self.paused_reading = False
         self.write_paused = False
+        self._read_error: str | None = None
         self._fd = -1
+        self._zero_copy = True
+        self._write_fd = -1  # a dup of the socket, watched for writability while sendfile waits
+        self._waiting_writable = False
+        self._draining = False  # write-buffer limit lowered to 0 until the buffer drains (sendfile next)
+        self._running = False
+        self._again = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.tasks: set[asyncio.Future[Any]] = set()
         self.state: dict[str, Any] = {}
 
@@ -74,18 +167,22 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self._loop = asyncio.get_running_loop()
         peer = transport.get_extra_info("peername")
         if peer:
             self.client_host = str(peer[0])
             self.peer = f"{peer[0]}:{peer[1]}"
         sock = transport.get_extra_info("socket")
+        if transport.get_extra_info("ssl_object") is not None:
+            self._zero_copy = False  # sendfile on the raw socket would bypass the TLS layer
         if sock is not None:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 self._fd = sock.fileno()
             except OSError:
                 self._fd = -1
-        transport.set_write_buffer_limits(high=4 * 1024 * 1024, low=1024 * 1024)
+        # resume only once the buffer is empty, so file data goes out with sendfile again
+        transport.set_write_buffer_limits(high=self.server.write_buffer_bytes, low=0)  # type: ignore[attr-defined]
         if not self.server.register(self):
             log.warning("connection limit %d reached, closing %s", self.server.config.max_connections, self.peer)
             transport.abort()
@@ -93,6 +190,7 @@ class KafkaConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self._release_all()
         self.server.unregister(self)
         for task in list(self.tasks):
             task.cancel()
@@ -103,24 +201,73 @@ class KafkaConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        self._update_reading()
-        self._flush()
+        if self._draining:
+            self._draining = False
+            if self.transport is not None:
+                self.transport.set_write_buffer_limits(high=self.server.write_buffer_bytes, low=0)
+        self._run()
 
     def data_received(self, data: bytes) -> None:
+        if self.closed or self.closing or self._read_error is not None:
+            return
         self.last_active = time.monotonic()
         try:
             frames = self.decoder.feed(data)
         except ProtocolError as exc:
-            self.close_after_pending(f"bad frame: {exc}")
+            self._read_error = f"bad frame: {exc}"
+            self._run()
             return
-        for frame in frames:
-            if self.closed or self.closing:
-                return
-            self._handle_frame(frame)
+        self.backlog.extend(frames)
         if self.decoder.error is not None:
-            self.close_after_pending(f"bad frame: {self.decoder.error}")
+            # answer the requests before the bad frame, then close
+            self._read_error = f"bad frame: {self.decoder.error}"
+        self._run()
+
+    # -- the connection's work loop ----------------------------------------------------
+
+    def _run(self) -> None:
+        """Move answered responses out in order, write what the socket takes, and handle
+        the next requests while the limits allow; then settle reading and closing."""
+        if self._running:
+            self._again = True
+            return
+        self._running = True
+        try:
+            while not self.closed:
+                self._again = False
+                pending = self.pending
+                while pending and pending[0].done:
+                    self._enqueue(pending.popleft().parts)
+                self._pump()
+                if self.backlog and not self.closing and not self.closed and self._may_handle():
+                    self._handle_frame(self.backlog.popleft())
+                    continue
+                if not self._again:
+                    break
+        finally:
+            self._running = False
+        if self.closed:
+            return
+        if self._read_error is not None and not self.backlog and not self.closing:
+            self._begin_closing(self._read_error)
+        if self.closing:
+            if not self.pending and not self.out:
+                self.close_after_flush()
             return
         self._update_reading()
+
+    def _may_handle(self) -> bool:
+        server = self.server
+        if len(self.pending) >= server.config.max_in_flight_requests_per_connection:
+            return False
+        if self.queued_bytes <= 0:
+            return True  # every connection may always have one response on its way
+        if self.queued_bytes >= server.config.queued_max_response_bytes_per_connection:
+            return False
+        if server.queued_bytes >= server.config.queued_max_response_bytes:
+            server.wait_for_budget(self)
+            return False
+        return True
 
     # -- request handling --------------------------------------------------------------
 
@@ -142,16 +289,17 @@ class KafkaConnection(asyncio.Protocol):
             self.tasks.add(task)
             task.add_done_callback(lambda t, s=slot: self._finish_async(t, s))  # type: ignore[misc]
         else:
-            slot.parts = result
-            slot.done = True
-            if self.pending[0] is slot:
-                self._flush()
+            self._complete(slot, result)
 
     def _finish_async(self, task: asyncio.Future[Any], slot: _Slot) -> None:
         self.tasks.discard(task)
-        if task.cancelled() or self.closed:
+        if task.cancelled():
             return
         exc = task.exception()
+        if self.closed:
+            if exc is None:
+                release_parts(task.result())
+            return
         if exc is not None:
             if isinstance(exc, ProtocolError):
                 self.fail(f"malformed request: {exc}")
@@ -159,65 +307,172 @@ class KafkaConnection(asyncio.Protocol):
                 log.error("request handler failed on %s; closing the connection", self.peer, exc_info=exc)
                 self.fail("internal error")
             return
-        slot.parts = task.result()
-        slot.done = True
-        self._flush()
+        self._complete(slot, task.result())
+        self._run()
 
-    def _flush(self) -> None:
-        pending = self.pending
-        while pending and pending[0].done and not self.closed:
-            parts = pending.popleft().parts
-            if parts is None:
-                continue
-            self._write_parts(parts)
-        if self.closing and not pending:
-            self.close_after_flush()
+    def _complete(self, slot: _Slot, parts: Any) -> None:
+        if self.closed:
+            release_parts(parts)
             return
-        self._update_reading()
+        slot.parts = parts
+        slot.done = True
+        if parts:
+            size = _parts_size(parts)
+            self.queued_bytes += size
+            self.server.queued_bytes += size
 
-    def _write_parts(self, parts: list[Any]) -> None:
-        transport = self.transport
-        assert transport is not None
+    # -- writing -----------------------------------------------------------------------
+
+    def _enqueue(self, parts: Any) -> None:
+        if not parts:
+            return
         for part in parts:
-            if isinstance(part, FileRegion):
-                self._write_region(part)
+            self.out.append(_RegionCursor(part) if isinstance(part, FileRegion) else part)
+
+    def _handed_off(self, nbytes: int) -> None:
+        self.queued_bytes -= nbytes
+        self.last_active = time.monotonic()
+        self.server.handed_off(nbytes)
+
+    def _pump(self) -> None:
+        """Hand queued response bytes to the socket until it pushes back."""
+        transport = self.transport
+        out = self.out
+        while out and not self.closed and not self.write_paused and not self._waiting_writable:
+            assert transport is not None
+            item = out[0]
+            if isinstance(item, _RegionCursor):
+                if not self._send_region(item):
+                    return
+                out.popleft()
+                region = item.region
+                region.release()
+                if region.on_sent is not None:
+                    region.on_sent(region.size)
             else:
-                transport.write(part)
+                out.popleft()
+                transport.write(item)
+                self._handed_off(len(item))
 
-    def _write_region(self, region: FileRegion) -> None:
-        for fileno, offset, length in region.chunks:
-            self._write_chunk(fileno, offset, length)
-
-    def _write_chunk(self, fileno: int, offset: int, remaining: int) -> None:
+    def _send_region(self, cur: _RegionCursor) -> bool:
+        """Send what the socket takes of a region; True once all of it has been handed over."""
         transport = self.transport
         assert transport is not None
-        if self._fd >= 0 and self.server.zero_copy and transport.get_write_buffer_size() == 0:
-            try:
-                while remaining > 0:
-                    sent = os.sendfile(self._fd, fileno, offset, remaining)
-                    if sent <= 0:
-                        break
-                    offset += sent
-                    remaining -= sent
-                    self.server.sendfile_bytes += sent
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError:
-                pass
-        while remaining > 0:
-            chunk = os.pread(fileno, min(remaining, 1 << 20), offset)
-            if not chunk:
-                # the file shrank (retention or truncation): keep the frame length honest
-                chunk = b"\0" * min(remaining, 1 << 20)
-            transport.write(chunk)
-            offset += len(chunk)
-            remaining -= len(chunk)
+        chunks = cur.region.chunks
+        while True:
+            if cur.index >= len(chunks):
+                return True
+            handle, start, length = chunks[cur.index]
+            remaining = length - cur.offset
+            if remaining <= 0:
+                cur.index += 1
+                cur.offset = 0
+                continue
+            if self.closed or self.write_paused:
+                return False
+            position = start + cur.offset
+            zero_copy = self._sendfile_ok()
+            if zero_copy and transport.get_write_buffer_size():
+                # earlier bytes are still buffered (the socket is full): sendfile after them
+                if self._wait_drained():
+                    return False
+                zero_copy = False
+            if zero_copy:
+                try:
+                    sent = os.sendfile(self._fd, handle.fileno(), position, remaining)
+                except (BlockingIOError, InterruptedError):
+                    if self._wait_writable():
+                        return False
+                    continue
+                except OSError as exc:
+                    if exc.errno in _NO_SENDFILE:
+                        self._zero_copy = False
+                        continue
+                    self.fail(f"send failed: {exc}")
+                    return False
+                self.server.sendfile_bytes += sent
+            else:
+                room = self.server.write_buffer_bytes - transport.get_write_buffer_size()
+                data = os.pread(handle.fileno(), min(remaining, max(room, _MIN_COPY)), position)
+                if data:
+                    transport.write(data)
+                sent = len(data)
+            if sent <= 0:
+                # The bytes promised in the frame are gone (the file was truncated under the
+                # queued response): never pad with filler, close the connection instead.
+                self.fail(f"record data of {handle.path} was truncated while its response was queued")
+                return False
+            cur.offset += sent
+            self._handed_off(sent)
+
+    def _sendfile_ok(self) -> bool:
+        return self._zero_copy and self.server.zero_copy and self._fd >= 0
+
+    def _wait_drained(self) -> bool:
+        """Pause writing until the transport's buffer is empty, by lowering its high-water mark
+        below what it holds (``resume_writing`` restores it); False if the transport did not
+        pause, and the caller copies this piece instead."""
+        transport = self.transport
+        assert transport is not None
+        transport.set_write_buffer_limits(high=0, low=0)
+        if self.write_paused:
+            self._draining = True
+            return True
+        transport.set_write_buffer_limits(high=self.server.write_buffer_bytes, low=0)
+        return False
+
+    def _wait_writable(self) -> bool:
+        """Watch the socket for writability (through a dup, as the transport owns its fd);
+        False when the loop cannot, and this connection copies from then on."""
+        loop = self._loop
+        try:
+            if self._write_fd < 0:
+                self._write_fd = os.dup(self._fd)
+            assert loop is not None
+            loop.add_writer(self._write_fd, self._on_writable)
+        except (OSError, NotImplementedError, RuntimeError) as exc:
+            log.debug("sendfile wait unavailable on %s (%s); copying instead", self.peer, exc)
+            self._zero_copy = False
+            return False
+        self._waiting_writable = True
+        return True
+
+    def _on_writable(self) -> None:
+        self._stop_waiting_writable()
+        self._run()
+
+    def _stop_waiting_writable(self) -> None:
+        if self._waiting_writable:
+            self._waiting_writable = False
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_writer(self._write_fd)
+
+    def _release_all(self) -> None:
+        """The connection is gone or going: give back file references and queued-bytes budget."""
+        self._stop_waiting_writable()
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+            self._write_fd = -1
+        for item in self.out:
+            if isinstance(item, _RegionCursor):
+                item.region.release()
+        self.out.clear()
+        for slot in self.pending:
+            if slot.done:
+                release_parts(slot.parts)
+                slot.parts = None
+        self.backlog.clear()
+        if self.queued_bytes:
+            queued, self.queued_bytes = self.queued_bytes, 0
+            self.server.handed_off(queued)
 
     def _update_reading(self) -> None:
         transport = self.transport
         if transport is None or self.closed or self.closing:
             return
-        should_pause = self.write_paused or len(self.pending) >= self.server.config.max_in_flight_requests_per_connection
+        should_pause = (self.write_paused or self._waiting_writable or bool(self.backlog)
+                        or self._read_error is not None
+                        or len(self.pending) >= self.server.config.max_in_flight_requests_per_connection)
         if should_pause and not self.paused_reading:
             transport.pause_reading()
             self.paused_reading = True
@@ -225,28 +480,38 @@ class KafkaConnection(asyncio.Protocol):
             transport.resume_reading()
             self.paused_reading = False
 
+    # -- closing -----------------------------------------------------------------------
+
     def fail(self, reason: str) -> None:
         if self.closed:
             return
         log.info("closing connection %s: %s", self.peer, reason)
         self.closed = True
+        self._release_all()
         if self.transport is not None:
             self.transport.abort()
 
     def close_after_pending(self, reason: str) -> None:
-        """Stop reading; answer the requests already received, then close (as Kafka does)."""
+        """Stop reading; answer the requests already handled, then close (as Kafka does)."""
         if self.closed or self.closing:
             return
+        self._begin_closing(reason)
+        self._run()
+
+    def _begin_closing(self, reason: str) -> None:
         log.info("closing connection %s after pending responses: %s", self.peer, reason)
         self.closing = True
+        self.backlog.clear()
         if self.transport is not None and not self.paused_reading:
             self.transport.pause_reading()
             self.paused_reading = True
-        if not self.pending:
-            self.close_after_flush()
 
     def close_after_flush(self) -> None:
+        """Close now; bytes already in the transport's buffer still go out."""
+        if self.closed:
+            return
         self.closed = True
+        self._release_all()
         if self.transport is not None:
             self.transport.close()
 
@@ -261,7 +526,37 @@ class KafkaServer:
         self.server: asyncio.base_events.Server | None = None
         self.zero_copy = True
         self.sendfile_bytes = 0
+        #: bytes of answered responses not yet handed to a socket, over all connections
+        self.queued_bytes = 0
+        self._budget_waiters: set[KafkaConnection] = set()
         self._reaper: asyncio.Task[None] | None = None
+
+    @property
+    def write_buffer_bytes(self) -> int:
+        return max(1, self.config.connection_write_buffer_bytes)
+
+    def buffered_bytes(self) -> int:
+        """Bytes held in the connections' user-space write buffers."""
+        total = 0
+        for conn in self.connections:
+            if conn.transport is not None:
+                total += conn.transport.get_write_buffer_size()
+        return total
+
+    def handed_off(self, nbytes: int) -> None:
+        """``nbytes`` of queued responses left for the socket; wake connections waiting for budget."""
+        self.queued_bytes -= nbytes
+        if self._budget_waiters and self.queued_bytes < self.config.queued_max_response_bytes:
+            waiters = list(self._budget_waiters)
+            self._budget_waiters.clear()
+            loop = asyncio.get_running_loop()
+            for conn in waiters:
+                if not conn.closed:
+                    loop.call_soon(conn._run)
+
+    def wait_for_budget(self, conn: KafkaConnection) -> None:
+        """``conn`` holds requests back until the broker-wide queued bytes drop below the limit."""
+        self._budget_waiters.add(conn)
 
     def register(self, conn: KafkaConnection) -> bool:
         if len(self.connections) >= self.config.max_connections:
@@ -272,6 +567,7 @@ class KafkaServer:
 
     def unregister(self, conn: KafkaConnection) -> None:
         self.connections.discard(conn)
+        self._budget_waiters.discard(conn)
         self.apis.metrics.connections.set(len(self.connections))
 
     async def bind(self) -> tuple[str, int]:
@@ -302,7 +598,9 @@ class KafkaServer:
             await asyncio.sleep(min(idle_s / 4, 30))
             cutoff = time.monotonic() - idle_s
             for conn in list(self.connections):
-                if conn.last_active < cutoff and not conn.pending:
+                # idle: nothing read or written for the whole period, and no request waiting
+                # for its answer (a client that stopped reading its responses counts as idle)
+                if conn.last_active < cutoff and (not conn.pending or conn.out):
                     conn.fail("idle")
 
     async def stop(self, grace_s: float = 5.0) -> None:
@@ -312,7 +610,7 @@ class KafkaServer:
         if self._reaper is not None:
             self._reaper.cancel()
         deadline = time.monotonic() + grace_s
-        while any(c.pending and not c.closed for c in self.connections) and time.monotonic() < deadline:
+        while any((c.pending or c.out) and not c.closed for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close_after_flush()

@@ -23,17 +23,16 @@ from broker.cluster.kv import KVError
 from broker.cluster.metadata import MetadataService
 from broker.cluster.placement import PlacementError, assign_replicas
 from broker.cluster.records import TopicRecord
+from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
 from broker.log.errors import LogError
 from broker.log.manager import LogManager, validate_topic_name
 from protocol.error_codes import ErrorCode
 
 log = logging.getLogger("kbroker.topics")
 
-__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "TopicAdmin", "TopicError"]
+__all__ = ["TopicAdmin", "TopicError"]
 
 E = ErrorCode
-OFFSETS_TOPIC = "__consumer_offsets"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state"})
 _OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), "retention.ms": "-1"}
 
 
@@ -152,7 +151,7 @@ class TopicAdmin:
         t = self.image.topic(name)
         if t is None:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
-        if name in INTERNAL_TOPICS:
+        if is_internal_topic(name):
             raise TopicError(E.INVALID_TOPIC_EXCEPTION, "Internal topics cannot be deleted")
         try:
             deleted = await self.metadata.delete_topic(name, t.topic_id)
@@ -167,7 +166,7 @@ class TopicAdmin:
         t = self.image.topic(name)
         if t is None:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic")
-        if name in INTERNAL_TOPICS:
+        if is_internal_topic(name):
             raise TopicError(E.INVALID_TOPIC_EXCEPTION, "internal topic")
         current = t.partition_count
         if count <= current:
@@ -189,6 +188,45 @@ class TopicAdmin:
             extra = assign_replicas(live, count - current, rf, start_partition=current,
                                     racks={b: self.image.brokers[b].rack for b in live})
         return TopicRecord(name, t.topic_id, (*t.record.assignment, *extra), t.configs)
+
+    async def alter_configs(self, name: str, changes: Mapping[str, str | None], *, incremental: bool = True,
+                            timeout_s: float = 5.0) -> dict[str, str]:
+        """Set (``None``: remove) config overrides of a topic; ``incremental=False`` replaces them all.
+
+        Validated like CreateTopics configs; applied by every replica once its image has the new
+        record.  Returns the new overrides.
+        """
+        for _ in range(10):
+            t = self.image.topic(name)
+            if t is None:
+                raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+            merged: dict[str, str | None] = dict(t.configs) if incremental else {}
+            for key, value in changes.items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+            try:
+                overrides = self.logs.validate_configs(merged)
+            except LogError as exc:
+                raise TopicError(exc.error_code, exc.detail or str(exc)) from None
+            record = TopicRecord(name, t.topic_id, t.record.assignment, overrides)
+            try:
+                ok = await self.metadata.update_topic(record, t.mod_revision)
+            except KVError as exc:
+                raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+            await self._wait_for_change(name, t.mod_revision, timeout_s)
+            if ok:
+                return overrides
+        raise TopicError(E.REASSIGNMENT_IN_PROGRESS, "the topic kept changing; retry")
+
+    async def _wait_for_change(self, name: str, revision: int, timeout_s: float) -> None:
+        """Wait until the image's record of topic ``name`` is no longer the one at ``revision``."""
+        def changed() -> bool:
+            t = self.image.topic(name)
+            return t is None or t.mod_revision != revision
+
+        await self.wait_until(changed, timeout_s)
 
     async def add_partitions(self, record: TopicRecord, timeout_s: float) -> None:
         t = self.image.topic(record.name)

@@ -1,20 +1,56 @@
 #!/usr/bin/env bash
-# Installs the non-Python test peers when they are missing: kcat and prometheus
-# (Debian packages) and kafkajs (npm, into tests/node).  Failure is tolerated:
-# the tests that need a missing tool skip and say why.
+# Installs the non-Python test peers when they are missing: kcat, prometheus, etcd and openssl
+# (Debian packages kcat, prometheus, etcd-server, openssl), node and npm (Debian nodejs, npm) and
+# kafkajs (npm, into tests/node).
+#
+# Outside CI a peer that cannot be installed is reported and the tests that need it skip, saying
+# why.  In CI (CI=true) every peer is required: this script exits non-zero when one is still
+# missing, and the tests that need it fail instead of skipping (the rule lives in tests/peers.py).
 set -u
 cd "$(dirname "$0")/.."
+case "${CI:-}" in
+  [Tt][Rr][Uu][Ee] | 1 | [Yy][Ee][Ss]) strict=1 ;;
+  *) strict=0 ;;
+esac
+
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
-if [ ${#need_apt[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-  echo "installing ${need_apt[*]} (apt)"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}") \
-    >/tmp/kbroker-apt.log 2>&1 || echo "apt install of ${need_apt[*]} failed (see /tmp/kbroker-apt.log); dependent tests will skip"
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+if ! command -v npm >/dev/null 2>&1 && [ ! -d tests/node/node_modules/kafkajs ]; then
+  need_apt+=(npm)
 fi
-if command -v npm >/dev/null 2>&1 && [ ! -d tests/node/node_modules/kafkajs ]; then
-  echo "installing kafkajs (npm)"
-  (cd tests/node && npm install --silent --no-audit --no-fund >/tmp/kbroker-npm.log 2>&1) \
-    || echo "npm install failed (see /tmp/kbroker-npm.log); kafkajs tests will skip"
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing ${need_apt[*]} (apt)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}") \
+      >/tmp/kbroker-apt.log 2>&1 || echo "apt install of ${need_apt[*]} failed (see /tmp/kbroker-apt.log)"
+  else
+    echo "cannot install ${need_apt[*]}: that needs apt-get, run as root"
+  fi
+fi
+if [ ! -d tests/node/node_modules/kafkajs ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "installing kafkajs (npm)"
+    (cd tests/node && npm install --silent --no-audit --no-fund >/tmp/kbroker-npm.log 2>&1) \
+      || echo "npm install failed (see /tmp/kbroker-npm.log)"
+  else
+    echo "cannot install kafkajs: npm is missing"
+  fi
+fi
+
+missing=()
+for tool in kcat prometheus etcd node openssl; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+[ -d tests/node/node_modules/kafkajs ] || missing+=(kafkajs)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$strict" = 1 ]; then
+    echo "test peers missing in CI (CI=true): ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "test peers missing: ${missing[*]}; the tests that need them will skip"
 fi
 exit 0

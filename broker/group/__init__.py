@@ -8,22 +8,34 @@ Public API::
     fx = coord.poll(now_ms)                       # when fx.next_deadline_ms has passed
     coord.load(partition, key, value); fx = coord.complete_load(now_ms)     # startup replay
 
-Every call returns :class:`Effects`: append ``records`` to ``__consumer_offsets`` first, then
-send ``replies`` (token → response dict with the schema's snake_case fields for that version),
-then sleep until ``next_deadline_ms``.  See :mod:`broker.group.coordinator` for the state table.
+    fx = coord.write_committed(now_ms, write_id)  # a write of fx.writes is durable
+    fx = coord.write_failed(now_ms, write_id, error_code)   # ... or its append failed
+
+Every call returns :class:`Effects`: send ``replies`` (token → response dict with the schema's
+snake_case fields for that version), append each of ``writes`` (one ``__consumer_offsets``
+partition each) and report its outcome with ``write_committed`` / ``write_failed`` — the replies
+that depend on a write (OffsetCommit, the SyncGroup that stores an assignment, DeleteGroups, ...)
+come out of that call — then sleep until ``next_deadline_ms``.  See
+:mod:`broker.group.coordinator` for the write contract and the state table.
 
 Timers live inside the coordinator (:class:`broker.group.timers.KeyedTimers` over
 ``protocol.timing_wheel.TimingWheel``) keyed ``("heartbeat", group, member)``, ``("pending", group,
 member)``, ``("join", group)``, ``("initial-delay", group)``, ``("sync", group)`` and
 ``("retention",)``; the edge only needs ``next_deadline_ms`` / :meth:`GroupCoordinator.next_deadline`.
 
-Known gaps versus Kafka: no rollback of in-memory state when the append fails (the edge should
-treat a failed ``__consumer_offsets`` append as fatal for the coordinator, or reload); reads see
-not-yet-appended state; no transactional offset commits; no KIP-848 groups.
+Writes follow Kafka 4.x's coordinator runtime: committed offsets change, a group becomes Stable
+after SyncGroup, and a deleted group disappears only when the write that carries the change is
+committed; OffsetFetch, DescribeGroups and ListGroups read that committed state; a failed write
+changes nothing stored and answers every request that waited on it with Kafka's mapped error.
+
+Known gaps versus Kafka: membership state (joins, leaves, expiries, a group left Empty) lives in
+memory and is not rolled back when the write that persists it fails — the next successful group
+write carries it (Kafka's runtime reverts its timeline structures instead); a write that fails is
+not retried; no transactional offset commits; no KIP-848 groups.
 """
 
 from .config import GroupConfig
-from .coordinator import Effects, GroupCoordinator
+from .coordinator import Effects, GroupCoordinator, Write, commit_error, group_write_error
 from .model import Group, GroupState, Member, OffsetEntry
 from .partitioning import coordinator_partition, java_string_hashcode
 
@@ -35,6 +47,9 @@ __all__ = [
     "GroupState",
     "Member",
     "OffsetEntry",
+    "Write",
+    "commit_error",
     "coordinator_partition",
+    "group_write_error",
     "java_string_hashcode",
 ]

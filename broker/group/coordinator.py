@@ -3,16 +3,27 @@
 No sockets, no asyncio, no sleeps: every entry point takes the current time ``now_ms`` and
 returns an :class:`Effects`.  The caller (the asyncio edge) must
 
-1. append ``effects.records`` to ``__consumer_offsets`` (``(partition, key, value)``, value
-   ``None`` = tombstone), and only **after** they are durable
-2. send ``effects.replies`` — ``(reply_token, response_dict)`` pairs, possibly for *other*
-   parked requests (the last joiner completes everybody's JoinGroup), and
+1. send ``effects.replies`` — ``(reply_token, response_dict)`` pairs, possibly for *other*
+   parked requests (the last joiner completes everybody's JoinGroup); none of them waits for
+   a write;
+2. append each of ``effects.writes`` (a :class:`Write`: records for one ``__consumer_offsets``
+   partition, ``(key, value)``, value ``None`` = tombstone) as one batch, and once it is durable
+   (today: appended locally; in a cluster: replicated) call :meth:`GroupCoordinator.write_committed`
+   — or :meth:`GroupCoordinator.write_failed` with the append's error code — and handle the
+   effects those return the same way.  Writes of one partition complete in the order they were
+   handed out; several may be in flight at once, and completion may come from a later callback;
 3. call :meth:`GroupCoordinator.poll` once ``effects.next_deadline_ms`` has passed.
 
-This is Kafka's coordinator-runtime shape (design-models §3.1): a write operation yields
-``(response, records)`` and the response is held back until the records are appended.  State is
-applied optimistically when the operation runs (there is no rollback if the append fails; see
-the package docstring in ``broker.group``).
+This is Kafka 4.x's coordinator-runtime shape (design-models §3.1): a write operation yields
+``(records, response)`` and the response is held back until the records are committed.  What a
+write changes in the *stored* state is kept apart until then: committed offsets
+(:attr:`GroupCoordinator.offsets`) change only in ``write_committed`` — OffsetFetch, DescribeGroups
+and the metrics read committed state only — a group becomes Stable only once its assignment is
+stored, and a deleted group disappears only once its tombstones are.  When a write fails nothing
+it carried is applied and every reply that waited on it gets the error Kafka maps the append
+error to (:func:`commit_error` for OffsetCommit, :func:`group_write_error` for the rest); a failed
+SyncGroup assignment sends the group back to PreparingRebalance, as Kafka's ``storeGroup``
+callback does.  Membership itself (joins, leaves, expiries) is in-memory state, as in Kafka.
 
 Dispatch table (state x input -> action); ``validate`` = Dead → COORDINATOR_NOT_AVAILABLE,
 member/instance-id check → UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID, then generation →
@@ -41,6 +52,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +75,7 @@ from .records import (
 )
 from .timers import KeyedTimers
 
-__all__ = ["Effects", "GroupCoordinator"]
+__all__ = ["Effects", "GroupCoordinator", "Write", "commit_error", "group_write_error"]
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +98,79 @@ _SYNC = "sync"
 _RETENTION = "retention"
 
 
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Records for one ``__consumer_offsets`` partition, to be appended as one batch.
+
+    ``records`` are ``(key, value)`` pairs (value ``None`` = tombstone).  The edge reports the
+    outcome with :meth:`GroupCoordinator.write_committed` / :meth:`GroupCoordinator.write_failed`
+    and ``write_id``; the replies that wait on the write are released then.
+    """
+
+    write_id: int
+    partition: int
+    records: list[tuple[bytes, bytes | None]]
+
+
 @dataclass(slots=True)
 class Effects:
-    """What the edge must do after a call: append ``records``, then send ``replies``.
+    """What the edge must do after a call: send ``replies``, append and complete ``writes``.
 
     ``next_deadline_ms`` is when :meth:`GroupCoordinator.poll` should next be called (None = no
-    timer armed).  It is a lower bound: polling early is harmless.
+    timer armed).  It is a lower bound: polling early is harmless.  ``removed_groups`` names the
+    groups that ceased to exist in this call (their deletion was committed), for the edge's
+    per-group bookkeeping.
     """
 
     replies: list[tuple[Hashable, Response]] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
     next_deadline_ms: int | None = None
+    removed_groups: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> list[Record]:
+        """Every record of :attr:`writes` as ``(partition, key, value)``, in order."""
+        return [(w.partition, key, value) for w in self.writes for key, value in w.records]
+
+
+class _PendingWrite:
+    """A handed-out write and what depends on it: the offset changes it carries and the
+    callbacks that release replies (or undo a change) when it commits or fails."""
+
+    __slots__ = ("offset_ops", "on_commit", "on_fail", "write")
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self.offset_ops: list[tuple[str, tuple[str, int], OffsetEntry | None]] = []
+        self.on_commit: list[Callable[[], None]] = []
+        self.on_fail: list[Callable[[ErrorCode], None]] = []
+
+
+def _coordinator_unavailable(append_error: ErrorCode) -> ErrorCode:
+    """The part of Kafka's append-error mappings shared by offset commits and group writes."""
+    if append_error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
+                        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if append_error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    return append_error
+
+
+_TOO_LARGE = (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE)
+
+
+def commit_error(append_error: ErrorCode) -> ErrorCode:
+    """The OffsetCommit error for a failed ``__consumer_offsets`` append (Kafka's ``storeOffsets``)."""
+    if append_error in _TOO_LARGE:
+        return E.INVALID_COMMIT_OFFSET_SIZE
+    return _coordinator_unavailable(append_error)
+
+
+def group_write_error(append_error: ErrorCode) -> ErrorCode:
+    """The error for any other failed write (Kafka's ``appendGroupMetadataErrorToResponseError``)."""
+    if append_error in _TOO_LARGE:
+        return E.UNKNOWN_SERVER_ERROR
+    return _coordinator_unavailable(append_error)
 
 
 @dataclass(slots=True)
@@ -145,6 +219,16 @@ class GroupCoordinator:
         self._new_member_id = member_id_factory
         self._fx = Effects()
         self._now = now_ms
+        # writes: the ones the current call is building (one per partition), then the handed-out
+        # ones until they commit or fail, in hand-out order per partition
+        self._open: dict[int, _PendingWrite] = {}
+        self._inflight: dict[int, _PendingWrite] = {}
+        self._inflight_order: dict[int, deque[int]] = {}
+        self._next_write_id = 1
+        # offset changes carried by in-flight writes: group -> topic-partition -> how many
+        self._pending_offsets: dict[str, dict[tuple[str, int], int]] = {}
+        # groups whose deletion is in flight (Dead for writes, still Empty for reads)
+        self._deleting: dict[str, Group] = {}
         self.timers.schedule((_RETENTION,), now_ms + self.config.offsets_retention_check_interval_ms)
 
     # ============================================================================ plumbing
@@ -152,15 +236,136 @@ class GroupCoordinator:
     def _begin(self, now_ms: int) -> None:
         self._now = now_ms
         self._fx = Effects()
+        self._open = {}
 
     def _finish(self) -> Effects:
         fx = self._fx
+        for pw in self._open.values():
+            write_id = pw.write.write_id
+            self._inflight[write_id] = pw
+            self._inflight_order.setdefault(pw.write.partition, deque()).append(write_id)
+            fx.writes.append(pw.write)
+        self._open = {}
         fx.next_deadline_ms = self.timers.next_deadline()
         self._fx = Effects()
         return fx
 
     def _reply(self, token: Hashable, response: Response) -> None:
         self._fx.replies.append((token, response))
+
+    # ============================================================================ writes
+
+    def _write(self, partition: int) -> _PendingWrite:
+        """The write the current call appends to ``partition`` (one batch per partition and call)."""
+        pw = self._open.get(partition)
+        if pw is None:
+            pw = self._open[partition] = _PendingWrite(Write(self._next_write_id, partition, []))
+            self._next_write_id += 1
+        return pw
+
+    def _write_offset(self, pw: _PendingWrite, group_id: str, tp: tuple[str, int], entry: OffsetEntry | None) -> None:
+        """Add an offset commit (or, with ``entry`` None, its tombstone) to ``pw``; applied on commit."""
+        key = encode_offset_commit_key(group_id, tp[0], tp[1])
+        value = None if entry is None else encode_offset_commit_value(
+            entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp, entry.expire_timestamp)
+        pw.write.records.append((key, value))
+        pw.offset_ops.append((group_id, tp, entry))
+        counts = self._pending_offsets.setdefault(group_id, {})
+        counts[tp] = counts.get(tp, 0) + 1
+
+    def _after_writes(self, writes: list[_PendingWrite], token: Hashable, response: Response,
+                      on_error: Callable[[_PendingWrite, ErrorCode], None]) -> None:
+        """Send ``response`` to ``token`` once every write in ``writes`` has completed.
+
+        A failed write first calls ``on_error(write, append_error)`` to put its error into the
+        response.  With no writes the response goes out at once.
+        """
+        if not writes:
+            self._reply(token, response)
+            return
+        left = [len(writes)]
+
+        def settle() -> None:
+            left[0] -= 1
+            if not left[0]:
+                self._reply(token, response)
+
+        for pw in writes:
+            def failed(error: ErrorCode, pw: _PendingWrite = pw) -> None:
+                on_error(pw, error)
+                settle()
+
+            pw.on_commit.append(settle)
+            pw.on_fail.append(failed)
+
+    def _take(self, write_id: int) -> _PendingWrite:
+        pw = self._inflight.get(write_id)
+        if pw is None:
+            raise KeyError(f"no write {write_id} in flight")
+        order = self._inflight_order[pw.write.partition]
+        if order[0] != write_id:
+            raise ValueError(f"writes of __consumer_offsets-{pw.write.partition} complete in order: "
+                             f"{order[0]} before {write_id}")
+        order.popleft()
+        if not order:
+            del self._inflight_order[pw.write.partition]
+        del self._inflight[write_id]
+        return pw
+
+    def _settle_offsets(self, pw: _PendingWrite, *, apply: bool) -> None:
+        """Forget ``pw``'s offset changes as pending; apply them to the committed offsets if ``apply``."""
+        for group_id, tp, entry in pw.offset_ops:
+            counts = self._pending_offsets[group_id]
+            counts[tp] -= 1
+            if not counts[tp]:
+                del counts[tp]
+                if not counts:
+                    del self._pending_offsets[group_id]
+            if not apply:
+                continue
+            if entry is None:
+                offsets = self.offsets.get(group_id)
+                if offsets is not None:
+                    offsets.pop(tp, None)
+                    if not offsets:
+                        del self.offsets[group_id]
+            else:
+                self.offsets.setdefault(group_id, {})[tp] = entry
+                if group_id not in self.groups:
+                    self.groups[group_id] = Group(group_id, self._now)  # a "simple" group, as on replay
+
+    def write_committed(self, now_ms: int, write_id: int) -> Effects:
+        """``write_id`` is durable: apply what it carried and release the replies that waited on it."""
+        self._begin(now_ms)
+        pw = self._take(write_id)
+        self._settle_offsets(pw, apply=True)
+        for callback in pw.on_commit:
+            callback()
+        return self._finish()
+
+    def write_failed(self, now_ms: int, write_id: int, error_code: int) -> Effects:
+        """``write_id`` could not be appended (``error_code``: the append's Kafka error): nothing it
+        carried is applied, and every reply that waited on it gets the mapped error."""
+        self._begin(now_ms)
+        pw = self._take(write_id)
+        try:
+            error = ErrorCode(error_code) if error_code else E.UNKNOWN_SERVER_ERROR
+        except ValueError:
+            error = E.UNKNOWN_SERVER_ERROR
+        log.warning("__consumer_offsets-%d: write of %d record(s) failed with %s", pw.write.partition,
+                    len(pw.write.records), error.name)
+        self._settle_offsets(pw, apply=False)
+        for callback in pw.on_fail:
+            callback(error)
+        return self._finish()
+
+    def writes_in_flight(self) -> int:
+        """How many handed-out writes have not completed yet."""
+        return len(self._inflight)
+
+    def _has_offsets(self, group_id: str) -> bool:
+        """Committed offsets, or offset changes in flight, exist for ``group_id``."""
+        return group_id in self.offsets or group_id in self._pending_offsets
 
     def _partition(self, group_id: str) -> int:
         return coordinator_partition(group_id, self.config.offsets_topic_num_partitions)
@@ -314,6 +519,8 @@ class GroupCoordinator:
         """A known ``group.instance.id`` rejoins with an empty member id: fence the old incarnation."""
         member = group.members[old_id]
         old_leader = group.leader_id
+        previous = (member.protocols, member.rebalance_timeout_ms, member.session_timeout_ms,
+                    member.client_id, member.client_host)
         self._fence_parked(group, member)
         group.replace_static(member, new_id)
         self.timers.cancel((_HEARTBEAT, group.group_id, old_id))
@@ -325,21 +532,42 @@ class GroupCoordinator:
         self._reschedule_heartbeat(group, member)
         state = group.state
         if state is STABLE and group.select_protocol() == group.protocol_name:
-            # No rebalance: persist the new member id, hand back the current generation.
-            self._store_group(group)
+            # No rebalance: persist the new member id, then hand back the current generation.
+            pw = self._store_group(group)
             skip = jr.version >= 9
             is_leader = group.leader_id == new_id
-            self._reply(jr.token, _join_response(
+            response = _join_response(
                 jr.version, E.NONE, new_id, group.generation_id, group.protocol_type, group.protocol_name,
                 leader=(group.leader_id if skip else old_leader) or "",
                 members=self._leader_member_list(group, jr.version) if skip and is_leader else [],
-                skip_assignment=skip and is_leader))
+                skip_assignment=skip and is_leader)
+            pw.on_commit.append(lambda: self._reply(jr.token, response))
+            pw.on_fail.append(lambda error: self._static_rejoin_failed(group, jr, old_id, new_id, previous, error))
             return
         group.set_join(member, jr.token, jr.version)
         if state is PREPARING:
             self._maybe_complete_join(group)
         else:
             self._prepare_rebalance(group, f"static member {jr.instance_id} rejoined as {new_id}")
+
+    def _static_rejoin_failed(self, group: Group, jr: _Join, old_id: str, new_id: str,
+                              previous: tuple[Any, ...], error: ErrorCode) -> None:
+        """The new member id of a static member could not be stored: give the old one back (Kafka)."""
+        gid = group.group_id
+        member = group.members.get(new_id)
+        if (self.groups.get(gid) is group and member is not None and jr.instance_id is not None
+                and group.static_members.get(jr.instance_id) == new_id):
+            group.replace_static(member, old_id)
+            protocols, member.rebalance_timeout_ms, member.session_timeout_ms, member.client_id, \
+                member.client_host = previous
+            group.update_protocols(member, protocols)
+            self.timers.cancel((_HEARTBEAT, gid, new_id))
+            self._reschedule_heartbeat(group, member)
+        log.warning("group %s: static member %s kept member id %s: storing %s failed", gid, jr.instance_id,
+                    old_id, new_id)
+        self._reply(jr.token, _join_response(jr.version, group_write_error(error), "", group.generation_id,
+                                             group.protocol_type, group.protocol_name,
+                                             leader=group.leader_id or ""))
 
     def _fence_parked(self, group: Group, member: Member) -> None:
         """The old incarnation of a replaced static member gets FENCED_INSTANCE_ID if parked."""
@@ -506,7 +734,8 @@ class GroupCoordinator:
             return E.ILLEGAL_GENERATION
         return None
 
-    def _store_group(self, group: Group) -> None:
+    def _store_group(self, group: Group) -> _PendingWrite:
+        """Add the group's metadata record to its partition's write; returns that write."""
         protocol = group.protocol_name
         value = {
             "protocol_type": group.protocol_type or "",
@@ -521,8 +750,9 @@ class GroupCoordinator:
                 "subscription": m.metadata(protocol), "assignment": m.assignment,
             } for m in group.members.values()],
         }
-        self._fx.records.append((self._partition(group.group_id), encode_group_metadata_key(group.group_id),
-                                 encode_group_metadata_value(value)))
+        pw = self._write(self._partition(group.group_id))
+        pw.write.records.append((encode_group_metadata_key(group.group_id), encode_group_metadata_value(value)))
+        return pw
 
     def _subscribed(self, group: Group) -> frozenset[str] | None:
         """Union of the members' consumer subscriptions (None: not a consumer group / unparsable)."""
@@ -580,18 +810,44 @@ class GroupCoordinator:
                                for a in g("assignments") or ()}
                 for m in group.members.values():
                     m.assignment = assignments.get(m.member_id, b"")
-                self._store_group(group)
-                group.transition_to(STABLE, self._now)
-                log.info("group %s: stable at generation %d", group_id, group.generation_id)
-                for m in group.members.values():
-                    if m.sync_token is not None:
-                        self._reply(m.sync_token, _sync_response(m.sync_version, E.NONE, group, m.assignment))
-                        m.sync_token = None
+                # The group becomes Stable and the parked members get their assignments only
+                # once the assignment is stored (Kafka's storeGroup callback).
+                pw = self._store_group(group)
+                generation = group.generation_id
+                pw.on_commit.append(lambda: self._assignment_stored(group, generation))
+                pw.on_fail.append(lambda error: self._assignment_failed(group, generation, error))
         else:  # Stable
             member = group.members[member_id]
             self._synced(group, member)
             self._reply(token, _sync_response(v, E.NONE, group, member.assignment))
         return self._finish()
+
+    def _still_completing(self, group: Group, generation: int) -> bool:
+        """The group a stored assignment was for is still waiting for it (no rebalance since)."""
+        return (self.groups.get(group.group_id) is group and group.state is COMPLETING
+                and group.generation_id == generation)
+
+    def _assignment_stored(self, group: Group, generation: int) -> None:
+        if not self._still_completing(group, generation):
+            return
+        group.transition_to(STABLE, self._now)
+        log.info("group %s: stable at generation %d", group.group_id, generation)
+        for m in group.members.values():
+            if m.sync_token is not None:
+                self._reply(m.sync_token, _sync_response(m.sync_version, E.NONE, group, m.assignment))
+                m.sync_token = None
+
+    def _assignment_failed(self, group: Group, generation: int, error: ErrorCode) -> None:
+        """Kafka's ``resetAndPropagateAssignmentWithError`` then ``maybePrepareRebalanceOrCompleteJoin``."""
+        if not self._still_completing(group, generation):
+            return
+        code = group_write_error(error)
+        for m in group.members.values():
+            m.assignment = b""
+            if m.sync_token is not None:
+                self._reply(m.sync_token, _sync_response(m.sync_version, code))
+                m.sync_token = None
+        self._prepare_rebalance(group, f"error {code.name} when storing the assignment")
 
     def _synced(self, group: Group, member: Member) -> None:
         self._reschedule_heartbeat(group, member)
@@ -769,26 +1025,20 @@ class GroupCoordinator:
         counts = self._partition_count
 
         group = self.groups.get(group_id)
-        create = False
         error: ErrorCode | None
         if group is None:
-            if generation < 0:
-                error, create = None, True
-            else:
-                error = E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
+            # generation < 0: a "simple" group, created when the commit is applied
+            error = None if generation < 0 else E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
         else:
             error = self._validate_offset_commit(group, member_id, instance_id, generation)
-        if error is None:
-            if create:
-                group = self.groups[group_id] = Group(group_id, now_ms)
-            assert group is not None
-            member = group.members.get(member_id) if member_id else None
+            member = group.members.get(member_id) if member_id and error is None else None
             if member is not None:
                 self._reschedule_heartbeat(group, member)
 
-        partition = self._partition(group_id)
         max_meta = self.config.offset_metadata_max_bytes
         expire = now_ms + retention if retention is not None and retention >= 0 else -1
+        pw: _PendingWrite | None = None
+        accepted: list[Response] = []
         out_topics = []
         for t in topics:
             name = t.get("name")
@@ -807,18 +1057,25 @@ class GroupCoordinator:
                     else:
                         code = E.NONE
                         epoch = p.get("committed_leader_epoch", -1) if v >= 6 else -1
-                        offset = p.get("committed_offset")
-                        self.offsets.setdefault(group_id, {})[(name, index)] = OffsetEntry(
-                            offset, epoch, metadata, now_ms, expire)
-                        self._fx.records.append((partition, encode_offset_commit_key(group_id, name, index),
-                                                 encode_offset_commit_value(offset, epoch, metadata, now_ms,
-                                                                            expire)))
-                out_parts.append({"partition_index": index, "error_code": code})
+                        if pw is None:
+                            pw = self._write(self._partition(group_id))
+                        self._write_offset(pw, group_id, (name, index), OffsetEntry(
+                            p.get("committed_offset"), epoch, metadata, now_ms, expire))
+                part: Response = {"partition_index": index, "error_code": code}
+                if code == E.NONE:
+                    accepted.append(part)
+                out_parts.append(part)
             out_topics.append({"name": name, "partitions": out_parts})
         resp: Response = {"topics": out_topics}
         if v >= 3:
             resp["throttle_time_ms"] = 0
-        self._reply(token, resp)
+
+        def failed(_pw: _PendingWrite, append_error: ErrorCode) -> None:
+            code = commit_error(append_error)
+            for part in accepted:
+                part["error_code"] = code
+
+        self._after_writes([pw] if pw is not None else [], token, resp, failed)
         return self._finish()
 
     @staticmethod
@@ -904,15 +1161,16 @@ class GroupCoordinator:
         v = api_version
         out = []
         for gid in request.get("groups") or ():
-            group = self.groups.get(gid)
-            if group is None or group.state is DEAD:
+            group = self._committed_group(gid)
+            if group is None:
                 entry: Response = {"error_code": E.GROUP_ID_NOT_FOUND if v >= 6 else E.NONE, "group_id": gid,
                                    "group_state": DEAD.value, "protocol_type": "", "protocol_data": "",
                                    "members": []}
                 if v >= 6:
                     entry["error_message"] = f"Group {gid} not found."
             else:
-                stable = group.state is STABLE
+                state = EMPTY if gid in self._deleting else group.state
+                stable = state is STABLE
                 protocol = group.protocol_name if stable else None
                 members = []
                 for m in group.members.values():
@@ -922,7 +1180,7 @@ class GroupCoordinator:
                     if v >= 4:
                         md["group_instance_id"] = m.group_instance_id
                     members.append(md)
-                entry = {"error_code": E.NONE, "group_id": gid, "group_state": group.state.value,
+                entry = {"error_code": E.NONE, "group_id": gid, "group_state": state.value,
                          "protocol_type": group.protocol_type or "", "protocol_data": protocol or "",
                          "members": members}
                 if v >= 6:
@@ -936,6 +1194,13 @@ class GroupCoordinator:
         self._reply(token, resp)
         return self._finish()
 
+    def _committed_group(self, group_id: str) -> Group | None:
+        """The group as reads see it: a group whose deletion is in flight still exists (Empty)."""
+        group = self.groups.get(group_id)
+        if group is None or (group.state is DEAD and self._deleting.get(group_id) is not group):
+            return None
+        return group
+
     def list_groups(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
         """ListGroups v0-5 (states_filter v4+, types_filter v5+; every group here is "classic")."""
         self._begin(now_ms)
@@ -945,11 +1210,12 @@ class GroupCoordinator:
         out = []
         if not types or "classic" in types:
             for group in self.groups.values():
-                if group.state is DEAD or (states and group.state.value.lower() not in states):
+                state = EMPTY if self._deleting.get(group.group_id) is group else group.state
+                if state is DEAD or (states and state.value.lower() not in states):
                     continue
                 entry: Response = {"group_id": group.group_id, "protocol_type": group.protocol_type or ""}
                 if v >= 4:
-                    entry["group_state"] = group.state.value
+                    entry["group_state"] = state.value
                 if v >= 5:
                     entry["group_type"] = "classic"
                 out.append(entry)
@@ -965,32 +1231,65 @@ class GroupCoordinator:
         """DeleteGroups v0-2: only Empty groups; writes offset and group tombstones."""
         self._begin(now_ms)
         results = []
+        waits: dict[int, tuple[_PendingWrite, list[Response]]] = {}
         for gid in request.get("groups_names") or ():
             group = self.groups.get(gid)
-            if (group is None and gid not in self.offsets) or (group is not None and group.state is DEAD):
-                code: ErrorCode = E.GROUP_ID_NOT_FOUND
+            entry: Response = {"group_id": gid, "error_code": E.NONE}
+            if (group is None and not self._has_offsets(gid)) or (group is not None and group.state is DEAD):
+                entry["error_code"] = E.GROUP_ID_NOT_FOUND
             elif group is not None and group.state is not EMPTY:
-                code = E.NON_EMPTY_GROUP
+                entry["error_code"] = E.NON_EMPTY_GROUP
             else:
-                self._delete_group(gid)
-                code = E.NONE
-            results.append({"group_id": gid, "error_code": code})
-        self._reply(token, {"throttle_time_ms": 0, "results": results})
+                pw = self._delete_group(gid)
+                waits.setdefault(pw.write.write_id, (pw, []))[1].append(entry)
+            results.append(entry)
+
+        def failed(pw: _PendingWrite, append_error: ErrorCode) -> None:
+            for entry in waits[pw.write.write_id][1]:
+                entry["error_code"] = group_write_error(append_error)
+
+        self._after_writes([pw for pw, _ in waits.values()], token, {"throttle_time_ms": 0, "results": results},
+                           failed)
         return self._finish()
 
-    def _delete_group(self, group_id: str) -> None:
-        partition = self._partition(group_id)
-        records = self._fx.records
-        for topic, index in sorted(self.offsets.pop(group_id, {})):
-            records.append((partition, encode_offset_commit_key(group_id, topic, index), None))
-        records.append((partition, encode_group_metadata_key(group_id), None))
-        group = self.groups.pop(group_id, None)
+    def _delete_group(self, group_id: str) -> _PendingWrite:
+        """Tombstone the group's offsets and metadata; the group is gone once that is committed.
+
+        Until then the group is Dead for writes (joins and commits get COORDINATOR_NOT_AVAILABLE)
+        and still Empty, with its offsets, for reads; if the write fails it is Empty again.
+        """
+        pw = self._write(self._partition(group_id))
+        keys = set(self.offsets.get(group_id, ())) | set(self._pending_offsets.get(group_id, ()))
+        for tp in sorted(keys):
+            self._write_offset(pw, group_id, tp, None)
+        pw.write.records.append((encode_group_metadata_key(group_id), None))
+        group = self.groups.get(group_id)
         if group is not None:
             for member_id in group.pending_members:
                 self.timers.cancel((_PENDING, group_id, member_id))
             group.pending_members.clear()
+            before = (group.state, group.previous_state, group.current_state_timestamp)
             group.transition_to(DEAD, self._now)
-            log.info("group %s: deleted", group_id)
+            self._deleting[group_id] = group
+            pw.on_commit.append(lambda: self._group_deleted(group))
+            pw.on_fail.append(lambda _error: self._group_kept(group, before))
+        return pw
+
+    def _group_deleted(self, group: Group) -> None:
+        gid = group.group_id
+        if self._deleting.get(gid) is group:
+            del self._deleting[gid]
+        if self.groups.get(gid) is group:
+            del self.groups[gid]
+            self._fx.removed_groups.append(gid)
+            log.info("group %s: deleted", gid)
+
+    def _group_kept(self, group: Group, before: tuple[GroupState, GroupState | None, int]) -> None:
+        gid = group.group_id
+        if self._deleting.get(gid) is group:
+            del self._deleting[gid]
+            group.revert_transition(*before)
+        log.warning("group %s: not deleted (its tombstones could not be written)", gid)
 
     def offset_delete(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
         """OffsetDelete v0: refused for topics a live consumer group is subscribed to."""
@@ -1000,7 +1299,7 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         top: ErrorCode = E.NONE
         subscribed: frozenset[str] | None = None
-        if (group is None and group_id not in self.offsets) or (group is not None and group.state is DEAD):
+        if (group is None and not self._has_offsets(group_id)) or (group is not None and group.state is DEAD):
             top = E.GROUP_ID_NOT_FOUND
         elif group is not None and group.state is not EMPTY:
             if group.protocol_type == "consumer":
@@ -1008,9 +1307,10 @@ class GroupCoordinator:
             else:
                 top = E.NON_EMPTY_GROUP
         out_topics = []
+        pw: _PendingWrite | None = None
         if top is E.NONE:
             offsets = self.offsets.get(group_id, {})
-            partition = self._partition(group_id)
+            pending = self._pending_offsets.get(group_id, {})
             for t in g("topics") or ():
                 name = t.get("name")
                 refused = subscribed is not None and name in subscribed
@@ -1020,22 +1320,35 @@ class GroupCoordinator:
                     if refused:
                         parts.append({"partition_index": index, "error_code": E.GROUP_SUBSCRIBED_TO_TOPIC})
                         continue
-                    if offsets.pop((name, index), None) is not None:
-                        self._fx.records.append((partition, encode_offset_commit_key(group_id, name, index), None))
+                    if (name, index) in offsets or (name, index) in pending:
+                        if pw is None:
+                            pw = self._write(self._partition(group_id))
+                        self._write_offset(pw, group_id, (name, index), None)
                     parts.append({"partition_index": index, "error_code": E.NONE})
                 out_topics.append({"name": name, "partitions": parts})
-            if not offsets:
-                self.offsets.pop(group_id, None)
-        self._reply(token, {"error_code": top, "throttle_time_ms": 0, "topics": out_topics})
+        resp: Response = {"error_code": top, "throttle_time_ms": 0, "topics": out_topics}
+
+        def failed(_pw: _PendingWrite, append_error: ErrorCode) -> None:
+            resp["error_code"] = group_write_error(append_error)
+            resp["topics"] = []
+
+        self._after_writes([pw] if pw is not None else [], token, resp, failed)
         return self._finish()
 
     # ============================================================================ retention
 
     def _cleanup_offsets(self) -> None:
-        """Expire offsets (notes §4.8) and delete Empty groups left without offsets."""
+        """Expire offsets (notes §4.8) and delete Empty groups left without offsets.
+
+        Works on committed offsets; groups with offset changes or a deletion in flight wait for
+        the next run.
+        """
         now = self._now
         retention = self.config.offsets_retention_ms
+        busy = self._pending_offsets
         for group_id in list(self.offsets):
+            if group_id in busy or group_id in self._deleting:
+                continue
             group = self.groups.get(group_id)
             skip: frozenset[str] = frozenset()
             use_state_ts = False
@@ -1048,22 +1361,29 @@ class GroupCoordinator:
             else:
                 continue
             offsets = self.offsets[group_id]
-            partition = self._partition(group_id)
-            for tp, entry in list(offsets.items()):
+            expired = []
+            for tp, entry in offsets.items():
                 if tp[0] in skip:
                     continue
                 if entry.expire_timestamp >= 0:
-                    expired = now >= entry.expire_timestamp
+                    gone = now >= entry.expire_timestamp
                 else:
                     base = group.current_state_timestamp if use_state_ts and group is not None else entry.commit_timestamp
-                    expired = now - base >= retention
-                if expired:
-                    del offsets[tp]
-                    self._fx.records.append((partition, encode_offset_commit_key(group_id, tp[0], tp[1]), None))
-            if not offsets:
-                del self.offsets[group_id]
+                    gone = now - base >= retention
+                if gone:
+                    expired.append(tp)
+            if not expired:
+                continue
+            if (len(expired) == len(offsets) and group is not None and group.state is EMPTY
+                    and not group.pending_members):
+                self._delete_group(group_id)   # tombstones every offset and the group
+                continue
+            pw = self._write(self._partition(group_id))
+            for tp in expired:
+                self._write_offset(pw, group_id, tp, None)
         for group_id, group in list(self.groups.items()):
-            if (group.state is EMPTY and not group.pending_members and group_id not in self.offsets):
+            if (group.state is EMPTY and not group.pending_members and group_id not in self.offsets
+                    and group_id not in busy):
                 self._delete_group(group_id)
 
     # ============================================================================ loading

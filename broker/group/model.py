@@ -148,6 +148,13 @@ class Group:
         self.state = target
         self.current_state_timestamp = now_ms
 
+    def revert_transition(self, state: GroupState, previous_state: GroupState | None, timestamp: int) -> None:
+        """Undo a transition whose write failed (a rollback to saved values, not a transition:
+        the table does not apply)."""
+        self.state = state
+        self.previous_state = previous_state
+        self.current_state_timestamp = timestamp
+
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states
 

@@ -5,6 +5,8 @@ returning epoch milliseconds).  Record batches are opaque bytes: only their
 61-byte headers are read (``protocol.records``).
 
 * ``manager.LogManager``            data dir, topics (+ metadata JSON), lock file, maintenance
+* ``dir_failure``                    the data directory's offline state after an I/O failure (fsync)
+* ``cleaner.LogCleaner``             compaction on a worker thread, crash-safe segment swaps
 * ``partition_log.PartitionLog``     one partition: append/read/offsets/retention/recovery/flush
 * ``segment.Segment``                one ``.log`` file + sparse ``.index`` / ``.timeindex``
 * ``producer_state``                 idempotent producer dedup / sequencing, snapshots

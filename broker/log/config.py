@@ -5,6 +5,11 @@ each topic config we honour; ``validate_topic_configs`` is what CreateTopics /
 AlterConfigs use to reject bad values (``InvalidConfigError`` → INVALID_CONFIG);
 ``LogConfig`` is the parsed, typed form the storage layer reads on the hot path.
 
+Every config accepted here is enforced: the storage layer applies the retention, segment,
+flush, index, size, timestamp and cleanup ones; ``min.insync.replicas`` is checked by the produce
+path for ``acks=all`` (against the partition's in-sync replica set) and ``compression.type`` is
+applied on append by :mod:`broker.log.recompress`.  Any other name is refused (INVALID_CONFIG).
+
 Deviation from Kafka, deliberately: ``flush.ms`` defaults to 1000 rather than
 Long.MAX_VALUE.  Kafka can leave flushing to the OS because replication covers
 a machine failure; a single-node broker has no replica, so we bound what a

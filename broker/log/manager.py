@@ -26,14 +26,18 @@ import re
 import shutil
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from broker.log._fs import atomic_write, fsync_dir
+from broker.log.cleaner import LogCleaner
 from broker.log.config import TOPIC_CONFIG_DEFAULTS, LogConfig, validate_topic_configs
+from broker.log.dir_failure import LogDirFailure, LogDirFailureChannel
 from broker.log.errors import (
     InvalidTopicError,
     KafkaStorageError,
     LogDirLockedError,
+    LogError,
     UnknownTopicOrPartitionError,
 )
 from broker.log.partition_log import Clock, PartitionLog, RecoveryReport, wall_clock_ms
@@ -80,9 +84,17 @@ class LogManager:
     """The partition logs under one data directory.  Single-threaded like ``PartitionLog``."""
 
     def __init__(self, data_dir: str | os.PathLike[str], clock: Clock | None = None,
-                 default_configs: Mapping[str, str] | None = None) -> None:
+                 default_configs: Mapping[str, str] | None = None, *,
+                 cleaner_executor: Executor | None = None,
+                 log_class: type[PartitionLog] = PartitionLog) -> None:
+        """``cleaner_executor``: where compaction passes run (default: one worker thread);
+        ``log_class``: the partition log type (tests use logs whose high watermark follows the end)."""
+        self._log_class = log_class
         self.data_dir = os.fspath(data_dir)
         self.clock: Clock = clock or wall_clock_ms
+        self.dir_failure = LogDirFailureChannel(self.data_dir)
+        self.cleaner = LogCleaner(self.clock, executor=cleaner_executor)
+        self._dirty_logs: dict[PartitionLog, None] = {}  # insertion-ordered set
         #: Broker-level defaults (``log.*`` equivalents) layered over TOPIC_CONFIG_DEFAULTS.
         self.default_configs = validate_topic_configs(default_configs or {})
         os.makedirs(self.data_dir, exist_ok=True)
@@ -168,8 +180,10 @@ class LogManager:
         return LogConfig.from_dict(dict(overrides), self._defaults())
 
     def _open_log(self, topic: str, partition: int, topic_id: uuid.UUID, configs: Mapping[str, str]) -> PartitionLog:
-        log = PartitionLog(self.partition_dir(topic, partition), topic, partition, self.log_config(configs),
-                           self.clock)
+        log = self._log_class(self.partition_dir(topic, partition), topic, partition, self.log_config(configs),
+                              self.clock, dir_failure=self.dir_failure, on_dirty=self._note_dirty)
+        if log.dirty:
+            self._note_dirty(log)
         self._logs[(topic, partition)] = log
         self._topic_ids[(topic, partition)] = topic_id
         self.recovery_reports[(topic, partition)] = log.recovery_report
@@ -285,27 +299,83 @@ class LogManager:
     def logs(self) -> list[PartitionLog]:
         return list(self._logs.values())
 
+    def is_open(self, log: PartitionLog) -> bool:
+        """True while ``log`` is one of this manager's logs (not closed, not deleted)."""
+        return self._logs.get((log.topic, log.partition)) is log
+
+    # ------------------------------------------------------ directory failure
+    @property
+    def offline(self) -> bool:
+        """True once an I/O failure took the data directory offline (for the life of the process)."""
+        return self.dir_failure.offline
+
+    @property
+    def failure(self) -> LogDirFailure | None:
+        return self.dir_failure.failure
+
+    def mark_offline(self, operation: str, path: str, exc: OSError) -> KafkaStorageError:
+        """Report an I/O failure of the data directory (see ``LogDirFailureChannel.report``)."""
+        return self.dir_failure.report(operation, path, exc)
+
     # ----------------------------------------------------------- maintenance
-    def maintenance(self, now_ms: int | None = None) -> None:
-        """Roll by age, retention, compaction, ``flush.ms`` flushes — for every partition."""
+    def _note_dirty(self, log: PartitionLog) -> None:
+        self._dirty_logs[log] = None
+
+    def logs_due_for_flush(self, now_ms: int) -> list[PartitionLog]:
+        """Logs whose ``flush.ms`` has passed with unflushed data.  Looks only at logs that
+        received data since their last complete flush (and forgets those that are clean now)."""
+        if self.offline:
+            return []
+        due = []
+        for log in list(self._dirty_logs):
+            if not self.is_open(log) or not log.dirty:
+                del self._dirty_logs[log]
+            elif log.flush_due(now_ms):
+                due.append(log)
+        return due
+
+    def maintenance(self, now_ms: int | None = None, *, flush: bool = True) -> None:
+        """Roll by age, retention, ``flush.ms`` flushes (unless ``flush=False``: the caller flushes
+        off its thread), and compaction (planned here, cleaned on the cleaner's worker) — for every
+        partition.  Nothing once the directory is offline."""
+        if self.offline:
+            return
         now = self.clock() if now_ms is None else now_ms
+        self.cleaner.apply_completed()
         for log in list(self._logs.values()):
             try:
-                log.maintenance(now)
+                log.maintenance(now, flush=flush)
+                if log.config.compact:
+                    self.cleaner.request(log)
+            except KafkaStorageError:
+                return  # the directory went offline: nothing more to do
             except OSError:
                 logger.exception("maintenance of %s failed", log.name)
 
+    def apply_cleaned(self) -> int:
+        """Swap in the compaction passes the cleaner finished (call on the owner thread)."""
+        return self.cleaner.apply_completed()
+
     def flush_all(self) -> None:
+        """fsync every log (shutdown); stops at the first failure, which takes the directory offline."""
+        if self.offline:
+            return
         for log in self._logs.values():
-            log.flush()
+            try:
+                log.flush()
+            except KafkaStorageError:
+                return
 
     def close(self) -> None:
+        """Stop the cleaner, close every log (flushing them unless the directory is offline), unlock."""
+        self.cleaner.close()
         for log in self._logs.values():
             try:
                 log.close()
-            except OSError:
+            except (OSError, LogError):
                 logger.exception("closing %s failed", log.name)
         self._logs.clear()
+        self._dirty_logs.clear()
         if self._lock_fd >= 0:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)

@@ -28,10 +28,21 @@ kernel and is written back regardless of the process.  Only a kernel crash or
 power loss can lose unsynced data, and that is bounded by the flush policy:
 ``flush.ms`` (default 1000 ms, driven by ``maintenance``/the edge's timer) and
 ``flush.messages`` (default off; ``flush.messages=1`` fsyncs on every append).
-After each fsync the *recovery point* (the offset below which data is known to
-be on disk) is checkpointed; on open every batch from the recovery point to the
-end is CRC-checked, so whatever a power loss tore or zero-filled is cut off.
-Indexes are caches of the log and are rebuilt when missing or inconsistent.
+After each *successful* fsync the *recovery point* (the offset below which data
+is known to be on disk) is checkpointed; on open every batch from the recovery
+point to the end is CRC-checked, so whatever a power loss tore or zero-filled is
+cut off, and the segments holding that range count as unflushed until the next
+fsync.  Indexes are caches of the log and are rebuilt when missing or inconsistent.
+
+A flush captures what it covers (``prepare_flush``: the dirty segments, their
+sizes and the log end offset), fsyncs private duplicates of the descriptors
+(``FlushTicket.run``, possibly in a thread) and only then, in
+``complete_flush``, marks exactly the captured data clean and advances the
+recovery point, checkpoint and producer snapshot.  A failed fsync is never
+retried ("fsyncgate": the kernel may have dropped the pages and cleared the
+error): it is reported to the directory's ``LogDirFailureChannel``, which takes
+the whole directory offline (see ``dir_failure``); from then on appends, reads
+and flushes raise ``KafkaStorageError`` and nothing advances.
 """
 
 from __future__ import annotations
@@ -45,7 +56,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from broker.log._fs import atomic_write
+from broker.log.cleaner import recover_interrupted_swaps
 from broker.log.config import LogConfig
+from broker.log.dir_failure import LogDirFailureChannel
 from broker.log.epoch_cache import LeaderEpochCache
 from broker.log.errors import (
     CorruptMessageError,
@@ -123,10 +136,12 @@ class RecoveryReport:
     deleted_segments: list[int] = field(default_factory=list)
     producer_snapshot: int | None = None
     producer_batches_replayed: int = 0
+    interrupted_swaps: list[int] = field(default_factory=list)  # compaction swaps finished on open
 
     @property
     def repaired(self) -> bool:
-        return bool(self.deleted_segments) or any(s.repaired for s in self.segments)
+        return (bool(self.deleted_segments) or bool(self.interrupted_swaps)
+                or any(s.repaired for s in self.segments))
 
     def describe(self) -> str:
         parts = []
@@ -138,49 +153,93 @@ class RecoveryReport:
                              f"{s.truncated_at} ({s.reason})")
         if self.deleted_segments:
             parts.append(f"deleted segments after a torn one: {self.deleted_segments}")
+        if self.interrupted_swaps:
+            parts.append(f"finished interrupted compaction swaps of segments {self.interrupted_swaps}")
         return f"{self.name}: " + ("; ".join(parts) if parts else "clean")
 
 
 @dataclass(slots=True)
 class FlushTicket:
-    """An fsync job: ``run()`` may execute off the event loop (it only fsyncs private fds);
-    hand it back to ``PartitionLog.complete_flush`` on the loop afterwards."""
+    """An fsync job captured by ``PartitionLog.prepare_flush``.
 
-    fds: list[int]
-    offset: int
+    ``files`` are private duplicates of the segment descriptors (with the path
+    each names), so ``run()`` may execute off the event loop.  ``run()`` never
+    raises an OS error: the first failed fsync is kept in ``error`` /
+    ``failed_path``.  The ticket closes its descriptors whatever happens (at
+    the end of ``run``, or in ``close`` for a ticket that will not run).  Hand
+    it back to ``PartitionLog.complete_flush`` on the loop afterwards.
+    """
+
+    files: list[tuple[int, str]]
+    offset: int  # the log end offset when captured: what a successful run makes durable
+    segments: list[tuple[Segment, int]] = field(default_factory=list)  # (segment, size when captured)
+    messages: int = 0  # appended messages covered (for flush.messages)
+    truncations: int = 0  # the log's truncation count when captured (a truncation voids the capture)
     done: bool = False
+    error: OSError | None = None
+    failed_path: str | None = None
 
     def run(self) -> FlushTicket:
         try:
-            for fd in self.fds:
-                os.fsync(fd)
+            for fd, path in self.files:
+                try:
+                    os.fsync(fd)
+                except OSError as exc:
+                    self.error, self.failed_path = exc, path
+                    break
         finally:
-            for fd in self.fds:
-                os.close(fd)
-            self.fds = []
+            self.close()
         self.done = True
         return self
+
+    def close(self) -> None:
+        """Close the descriptors not closed yet (idempotent)."""
+        files, self.files = self.files, []
+        for fd, _ in files:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    @staticmethod
+    def run_all(tickets: list[FlushTicket]) -> None:
+        """Run every ticket (one failing does not stop the others); every descriptor ends closed."""
+        try:
+            for ticket in tickets:
+                ticket.run()
+        finally:
+            for ticket in tickets:
+                ticket.close()
 
 
 class PartitionLog:
     """The log of one topic-partition.  Not thread-safe: call it from one thread (the event loop)."""
 
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, *, dir_failure: LogDirFailureChannel | None = None,
+                 on_dirty: Callable[[PartitionLog], None] | None = None) -> None:
+        """``dir_failure``: the data directory's failure channel (a private one by default);
+        ``on_dirty(log)``: called when a clean segment receives data (the owner's flush scheduling)."""
         self.directory = directory
         self.topic = topic
         self.partition = partition
         self.config = config
         self.clock: Clock = clock or wall_clock_ms
+        self._dir_failure = dir_failure or LogDirFailureChannel(directory)
+        self._on_dirty = on_dirty
         os.makedirs(directory, exist_ok=True)
         self.producer_state = ProducerStateManager(directory)
         self._segments: list[Segment] = []
         self._bases: list[int] = []
-        self._retired: list[tuple[int, Segment]] = []  # deleted, files kept open for in-flight slices
+        # Segments removed from the log (retention, DeleteRecords, compaction swaps): their own
+        # reference to the .log file is dropped after file.delete.delay.ms.  Queued responses
+        # hold references of their own, so what they send never depends on that delay.
+        self._retired: list[tuple[int, Segment]] = []
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
         self._checkpointed: tuple[int, int, int] | None = None
         self._hw = 0
+        self._truncations = 0
         self.epoch_cache = LeaderEpochCache(directory)
         self.recovery_report = self._open()
 
@@ -192,6 +251,7 @@ class PartitionLog:
     def _open(self) -> RecoveryReport:
         report = RecoveryReport(self.name)
         log_start, recovery_point, hw = self._read_checkpoint()
+        report.interrupted_swaps = recover_interrupted_swaps(self.directory)
         bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
                        if n.endswith(".log") and n[:-4].isdigit())
         # Leftovers of an interrupted write of a metadata file.
@@ -229,6 +289,11 @@ class PartitionLog:
             # A log written before leader epochs were tracked: all of it is epoch 0.
             self.epoch_cache.assign(0, self._log_start)
         self.epoch_cache.truncate_from_end(leo)
+        for seg in self._segments:
+            # Verified above the recovery point, but maybe only in the page cache (a process
+            # crash): not durable until fsynced, so the next flush must sync these segments.
+            if seg.size and seg.next_offset > self._recovery_point:
+                seg.dirty = True
         self._rebuild_producer_state(report)
         self._write_checkpoint()
         if report.repaired:
@@ -254,8 +319,13 @@ class PartitionLog:
         state = (self._log_start, self._recovery_point, self._hw)
         if state == self._checkpointed:
             return
+        self._dir_failure.check()  # an offline directory's checkpoint stays as it was
         doc = {"version": 2, "log_start_offset": state[0], "recovery_point": state[1], "high_watermark": state[2]}
-        atomic_write(os.path.join(self.directory, CHECKPOINT_FILE), json.dumps(doc).encode())
+        path = os.path.join(self.directory, CHECKPOINT_FILE)
+        try:
+            atomic_write(path, json.dumps(doc).encode())
+        except OSError as exc:
+            raise self._dir_failure.report("checkpoint write", path, exc) from exc
         self._checkpointed = state
 
     def _rebuild_producer_state(self, report: RecoveryReport) -> None:
@@ -304,6 +374,11 @@ class PartitionLog:
     def active_segment(self) -> Segment:
         return self._segments[-1]
 
+    @property
+    def dir_failure(self) -> LogDirFailureChannel:
+        """The failure channel of the directory this log lives in."""
+        return self._dir_failure
+
     # ================================================================ append
     def append(self, batch: bytes | bytearray | memoryview) -> AppendResult:
         """Validate, stamp and write one client (or coordinator) record batch.
@@ -311,7 +386,10 @@ class PartitionLog:
         Raises ``CorruptMessageError``, ``InvalidRecordError``, ``MessageTooLargeError``,
         ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``;
         nothing is written when it raises.  A bytearray is stamped in place.
+        ``KafkaStorageError`` when the log directory is offline or goes offline (a failed
+        write, or a failed fsync of a ``flush.messages`` flush).
         """
+        self._dir_failure.check()
         buf = batch if type(batch) is bytearray else bytearray(batch)
         n = len(buf)
         if n < BATCH_HEADER_SIZE:
@@ -360,14 +438,7 @@ class PartitionLog:
 
         base = self._segments[-1].next_offset
         last = base + h.last_offset_delta
-        seg = self._maybe_roll(size, last, now)
-        stamp_base_offset(buf, 0, base)
-        epoch = self.epoch_cache.latest_epoch
-        if epoch >= 0:
-            stamp_leader_epoch(buf, 0, epoch)
-        if config.log_append_time:
-            stamp_log_append_time(buf, 0, now)
-        seg.append(buf, base, last + 1, max_ts, now)
+        self._write_batch(buf, base, last, max_ts, now, stamp=True)
         if h.producer_id >= 0:
             self.producer_state.update(h, base, max_ts, now)
         self._unflushed_messages += h.records_count
@@ -375,14 +446,30 @@ class PartitionLog:
             self.flush()
         return AppendResult(base, last, now if config.log_append_time else -1, self._log_start)
 
-    def _maybe_roll(self, size: int, last_offset: int, now: int) -> Segment:
+    def _write_batch(self, buf: bytearray | memoryview, base: int, last: int, max_ts: int, now: int, *,
+                     stamp: bool) -> None:
+        """Write one batch at the log end (rolling first if due); ``stamp``: a leader's append
+        (set the base offset, this leader's epoch and, for LogAppendTime topics, the time)."""
         seg = self._segments[-1]
-        if seg.size and (seg.size + size > self.config.segment_bytes
-                         or now - (seg.roll_base_ms if seg.roll_base_ms is not None else now)
-                         >= self.config.segment_ms
-                         or last_offset - seg.base_offset > _INT32_MAX):
-            seg = self.roll()
-        return seg
+        try:
+            if seg.size and (seg.size + len(buf) > self.config.segment_bytes
+                             or now - (seg.roll_base_ms if seg.roll_base_ms is not None else now)
+                             >= self.config.segment_ms
+                             or last - seg.base_offset > _INT32_MAX):
+                seg = self.roll()
+            if stamp:
+                stamp_base_offset(buf, 0, base)
+                epoch = self.epoch_cache.latest_epoch
+                if epoch >= 0:
+                    stamp_leader_epoch(buf, 0, epoch)
+                if self.config.log_append_time:
+                    stamp_log_append_time(buf, 0, now)  # type: ignore[arg-type]
+            was_dirty = seg.dirty
+            seg.append(buf, base, last + 1, max_ts, now)
+        except OSError as exc:
+            raise self._dir_failure.report("write", seg.log_path, exc) from exc
+        if not was_dirty and self._on_dirty is not None:
+            self._on_dirty(self)
 
     # ====================================================== replication
     def assign_leader_epoch(self, epoch: int) -> None:
@@ -420,8 +507,7 @@ class PartitionLog:
                 raise CorruptMessageError(f"{self.name}: leader batch at offset {h.base_offset} fails its CRC")
             if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
-            seg = self._maybe_roll(size, last, now)
-            seg.append(view[pos:pos + size], h.base_offset, last + 1, h.max_timestamp, now)
+            self._write_batch(view[pos:pos + size], h.base_offset, last, h.max_timestamp, now, stamp=False)
             if h.producer_id >= 0 and not h.is_control:
                 self.producer_state.update(h, h.base_offset, h.max_timestamp, now)
             self._unflushed_messages += h.records_count
@@ -435,6 +521,8 @@ class PartitionLog:
         """Cut the log back to ``offset`` (a follower dropping a tail its leader does not have)."""
         if offset >= self.log_end_offset:
             return
+        self._dir_failure.check()
+        self._truncations += 1
         offset = max(offset, self._log_start)
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             seg = self._segments.pop()
@@ -460,6 +548,8 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Throw the whole log away and start empty at ``offset`` (below the leader's log start)."""
+        self._dir_failure.check()
+        self._truncations += 1
         for seg in self._segments:
             seg.delete()
             self._retired.append((self.clock(), seg))
@@ -511,8 +601,10 @@ class PartitionLog:
         Reads from one segment (the next fetch continues in the next one), never
         past ``max_offset`` (default: the high watermark; followers read up to the log end).  The first batch is
         returned whole even when larger than ``max_bytes`` if ``min_one_message``.
-        Raises ``OffsetOutOfRangeError`` if ``fetch_offset`` is outside [log start, LEO].
+        Raises ``OffsetOutOfRangeError`` if ``fetch_offset`` is outside [log start, LEO],
+        ``KafkaStorageError`` if the log directory is offline.
         """
+        self._dir_failure.check()
         self._check_offset(fetch_offset)
         hw = self.high_watermark
         limit_offset = hw if max_offset is None else min(max_offset, self.log_end_offset)
@@ -535,7 +627,7 @@ class PartitionLog:
                     if limit_offset < seg.next_offset:
                         end = min(end, self._position_of_offset_end(seg, pos, limit_offset))
                     if end > pos:
-                        slices.append(FileSlice(seg.file, pos, end - pos))
+                        slices.append(FileSlice(seg.handle, pos, end - pos))
                     break
                 i += 1  # offset falls in a gap (e.g. after compaction): continue in the next segment
         return slices
@@ -614,6 +706,7 @@ class PartitionLog:
 
     def list_offset(self, timestamp: int) -> tuple[int, int]:
         """ListOffsets: -1 LATEST (HW), -2 EARLIEST, -3 MAX_TIMESTAMP, -4 EARLIEST_LOCAL, else by time."""
+        self._dir_failure.check()
         if timestamp == -1:
             return self.high_watermark, -1
         if timestamp in (-2, -4):
@@ -629,6 +722,7 @@ class PartitionLog:
         Returns the new log start offset (the "low watermark").  Whole segments
         entirely below it are deleted.
         """
+        self._dir_failure.check()
         hw = self.high_watermark
         if offset == -1:
             offset = hw
@@ -686,22 +780,25 @@ class PartitionLog:
             self.producer_state.delete_snapshots_below(self._log_start)
         return deleted
 
-    def maintenance(self, now_ms: int | None = None) -> None:
-        """Periodic work: roll by age, retention, flush by ``flush.ms``, close retired files."""
+    def maintenance(self, now_ms: int | None = None, *, flush: bool = True) -> None:
+        """Periodic work: roll by age, retention, flush by ``flush.ms`` (unless ``flush=False``:
+        the owner flushes off its thread), close retired files.  Nothing once the directory is
+        offline.  Compaction is the ``LogCleaner``'s (scheduled by the ``LogManager``)."""
+        if self._dir_failure.offline:
+            return
         now = self.clock() if now_ms is None else now_ms
         seg = self._segments[-1]
         if seg.size and seg.roll_base_ms is not None and now - seg.roll_base_ms >= self.config.segment_ms:
             self.roll()
         self.apply_retention(now)
-        if self.config.compact:
-            from broker.log.cleaner import compact_log
-            compact_log(self, now)
-        if self.dirty and now - self._last_flush_ms >= self.config.flush_ms:
+        if flush and self.flush_due(now):
             self.flush()
         self.producer_state.expire(now, PRODUCER_ID_EXPIRATION_MS)
         self.close_retired(now)
 
     def close_retired(self, now_ms: int, force: bool = False) -> None:
+        """Drop the segment references of retired segments older than ``file.delete.delay.ms``
+        (all with ``force``); each file closes once no queued response refers to it."""
         keep = []
         for t, seg in self._retired:
             if force or now_ms - t >= self.config.file_delete_delay_ms:
@@ -709,6 +806,15 @@ class PartitionLog:
             else:
                 keep.append((t, seg))
         self._retired = keep
+
+    def replace_segments(self, pairs: list[tuple[Segment, Segment]]) -> None:
+        """Use compacted copies (same base offsets, files already in place) instead of sealed
+        segments.  The old ones are retired: their ``.log`` file stays open for in-flight reads,
+        and they must never unlink anything (their names now belong to the new files)."""
+        position = {id(seg): i for i, seg in enumerate(self._segments)}
+        for old, new in pairs:
+            self._segments[position[id(old)]] = new
+            self._retired.append((self.clock(), old))
 
     # ================================================================= flush
     @property
@@ -720,36 +826,83 @@ class PartitionLog:
         return self.dirty and now_ms - self._last_flush_ms >= self.config.flush_ms
 
     def prepare_flush(self) -> FlushTicket:
-        """Write pending index entries and capture what to fsync (dup'd fds) up to the current LEO."""
-        fds: list[int] = []
-        for seg in self._segments:
-            if seg.dirty:
-                seg.flush_pending_indexes()
-                fds.extend(os.dup(fd) for fd in (seg.fd, seg.offset_index._fd, seg.time_index._fd))
-                seg.dirty = False
-        self._unflushed_messages = 0
-        return FlushTicket(fds, self.log_end_offset)
+        """Write pending index entries and capture what to fsync (dup'd fds) up to the current LEO.
+
+        Nothing is marked clean here: that happens in ``complete_flush`` after the fsync succeeded.
+        """
+        self._dir_failure.check()
+        files: list[tuple[int, str]] = []
+        segments: list[tuple[Segment, int]] = []
+        try:
+            for seg in self._segments:
+                if not seg.dirty:
+                    continue
+                try:
+                    seg.flush_pending_indexes()
+                except OSError as exc:
+                    raise self._dir_failure.report("index write", seg.offset_index.path, exc) from exc
+                for fd, path in ((seg.fd, seg.log_path), (seg.offset_index._fd, seg.offset_index.path),
+                                 (seg.time_index._fd, seg.time_index.path)):
+                    files.append((os.dup(fd), path))
+                segments.append((seg, seg.size))
+        except BaseException:
+            FlushTicket(files, -1).close()
+            raise
+        return FlushTicket(files, self.log_end_offset, segments, self._unflushed_messages, self._truncations)
 
     def complete_flush(self, ticket: FlushTicket) -> None:
-        """After ``ticket.run()``: advance the recovery point, checkpoint, snapshot producer state."""
+        """After ``ticket.run()``: mark the captured data clean, advance the recovery point,
+        checkpoint, snapshot producer state.
+
+        A ticket whose fsync failed advances nothing: the failure takes the log directory offline
+        and ``KafkaStorageError`` is raised.  So does completing any ticket once offline.
+        """
         if not ticket.done:
+            ticket.close()
             raise KafkaStorageError("flush ticket was not run")
+        if ticket.error is not None:
+            raise self._dir_failure.report("fsync", ticket.failed_path or self.directory, ticket.error)
+        self._dir_failure.check()
+        if ticket.truncations != self._truncations:
+            # The tail was cut (and maybe rewritten to the same sizes) after the capture: what the
+            # fsync covered is not what the log holds now.  Leave it all to the next flush.
+            self._last_flush_ms = self.clock()
+            return
+        for seg, size in ticket.segments:
+            if seg.size == size:  # nothing appended since the capture: all of it is on disk now
+                seg.dirty = False
+        self._unflushed_messages = max(0, self._unflushed_messages - ticket.messages)
         if ticket.offset > self._recovery_point:
             self._recovery_point = min(ticket.offset, self.log_end_offset)
             if self.producer_state.changed and self._recovery_point == self.log_end_offset:
-                self.producer_state.write_snapshot(self._recovery_point)
+                path = self.producer_state.directory
+                try:
+                    self.producer_state.write_snapshot(self._recovery_point)
+                except OSError as exc:
+                    raise self._dir_failure.report("producer snapshot write", path, exc) from exc
             self._write_checkpoint()
         self._last_flush_ms = self.clock()
 
     def flush(self) -> None:
-        """fsync everything appended so far (synchronously) and checkpoint."""
+        """fsync everything appended so far (synchronously) and checkpoint.
+
+        Raises ``KafkaStorageError`` if the directory is (or, by a failed fsync, goes) offline.
+        """
         self.complete_flush(self.prepare_flush().run())
 
     # ============================================================= lifecycle
     def close(self) -> None:
-        self.flush()
-        if self.producer_state.changed:
-            self.producer_state.write_snapshot(self.log_end_offset)
+        """Flush, snapshot and close the files.  An offline directory is not flushed or
+        checkpointed (its recovery point stays where the last successful fsync left it)."""
+        if not self._dir_failure.offline:
+            try:
+                self.flush()
+                if self.producer_state.changed:
+                    self.producer_state.write_snapshot(self.log_end_offset)
+            except KafkaStorageError:
+                pass  # reported to the failure channel; close the files all the same
+            except OSError as exc:
+                self._dir_failure.report("producer snapshot write", self.directory, exc)
         for seg in self._segments:
             seg.close()
         self.close_retired(0, force=True)
@@ -757,7 +910,10 @@ class PartitionLog:
         self._bases = []
 
     def delete(self) -> None:
-        """Close and remove every file of this partition (topic deletion)."""
+        """Close and remove every file of this partition (topic deletion).
+
+        Responses still queued keep reading the (unlinked) ``.log`` files they retained.
+        """
         for seg in self._segments:
             seg.close()
         self.close_retired(0, force=True)

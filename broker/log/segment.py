@@ -8,6 +8,14 @@ offsets and timestamps, and checks CRCs only during recovery.
 Writes go through ``os.pwrite`` at the tracked end of file and reads through
 ``os.pread`` / ``FileSlice`` (for ``sendfile``), so nothing depends on the file
 object's seek position — ``loop.sendfile`` is free to move it.
+
+The ``.log`` descriptor is shared through a reference-counted
+:class:`SegmentFile`: the segment holds one reference, and a response that
+will send bytes of the file later (a queued Fetch response) takes its own.
+The descriptor is closed when the last reference goes, so deleting a segment
+or a whole topic never closes a descriptor a queued response still refers to
+(its number could otherwise be reused by another file before the response is
+written).
 """
 
 from __future__ import annotations
@@ -37,26 +45,81 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-@dataclass(frozen=True, slots=True)
-class FileSlice:
-    """A byte range of an open segment file, ready for zero-copy transmission.
+class SegmentFile:
+    """A segment's open ``.log`` file, closed when its last reference is released.
 
-    ``file`` is an unbuffered binary file object (``io.FileIO``) that stays open
-    while the segment is live (and for ``file.delete.delay.ms`` after it is
-    deleted), so the edge can call ``loop.sendfile(transport, s.file, s.position,
-    s.length)`` or ``os.sendfile(sock_fd, s.file.fileno(), s.position, s.length)``.
+    The segment owns one reference from creation; :meth:`retain` takes another
+    for whoever must read the file later than the current call (a response
+    queued on a connection), and every reference is given back exactly once
+    with :meth:`release`.  Not thread-safe: retain and release on the event loop
+    (a reference retained there may be used from another thread until it is
+    released).
     """
 
-    file: BinaryIO
+    __slots__ = ("_refs", "file", "path")
+
+    def __init__(self, file: BinaryIO, path: str) -> None:
+        self.file = file
+        self.path = path
+        self._refs = 1
+
+    @property
+    def refs(self) -> int:
+        return self._refs
+
+    @property
+    def closed(self) -> bool:
+        return self._refs <= 0 or self.file.closed
+
+    def fileno(self) -> int:
+        """The descriptor; only meaningful while the caller holds a reference."""
+        return self.file.fileno()
+
+    def retain(self) -> SegmentFile:
+        """Take a reference (the file stays open until it is released)."""
+        if self._refs <= 0:
+            raise ValueError(f"{self.path} is already closed")
+        self._refs += 1
+        return self
+
+    def release(self) -> None:
+        """Give a reference back; the last one closes the file."""
+        if self._refs <= 0:
+            raise ValueError(f"{self.path}: reference released twice")
+        self._refs -= 1
+        if self._refs == 0:
+            self.file.close()
+
+    def __repr__(self) -> str:
+        return f"SegmentFile({self.path!r}, refs={self._refs})"
+
+
+@dataclass(frozen=True, slots=True)
+class FileSlice:
+    """A byte range of a segment file, ready for zero-copy transmission.
+
+    The slice does not hold a reference of its own: it is valid while the
+    segment is (within the current event-loop step).  Whoever keeps it for
+    later — a Fetch response waiting to be written — takes one with
+    ``s.handle.retain()`` and releases it once done, so the edge can call
+    ``os.sendfile(sock_fd, s.fileno(), s.position, s.length)`` whatever
+    happened to the segment meanwhile.
+    """
+
+    handle: SegmentFile
     position: int
     length: int
 
+    @property
+    def file(self) -> BinaryIO:
+        return self.handle.file
+
     def fileno(self) -> int:
-        return self.file.fileno()
+        return self.handle.fileno()
 
     def read(self) -> bytes:
         """Copy the bytes out (tests, small internal reads)."""
-        return os.pread(self.file.fileno(), self.length, self.position)
+        return os.pread(self.handle.fileno(), self.length, self.position)
 
 
 class TornBatch(Exception):
@@ -98,6 +161,10 @@ class Segment:
         fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.file: BinaryIO = os.fdopen(fd, "r+b", buffering=0)
         self.fd = fd
+        #: the ``.log`` file shared with queued responses; this segment's own reference
+        #: is dropped by ``close``/``delete``/``close_file`` (``_owns_file`` tells whether it still holds it)
+        self.handle = SegmentFile(self.file, self.log_path)
+        self._owns_file = True
         self.size = os.fstat(fd).st_size
         self.offset_index = OffsetIndex(index_path, base_offset)
         self.time_index = TimeIndex(time_path, base_offset)
@@ -346,11 +413,12 @@ class Segment:
             self.seal()
         self.offset_index.close()
         self.time_index.close()
-        self.file.close()
+        self.close_file()
 
     def delete(self) -> None:
-        """Unlink the files. The ``.log`` file object stays open for in-flight ``FileSlice``s;
-        the owner closes it later (``close_file``)."""
+        """Unlink the files.  The ``.log`` file stays open for ``FileSlice``s taken in the
+        current step; the owner drops the segment's reference later (``close_file``), and
+        responses that retained the file keep reading the unlinked inode until they release it."""
         self.offset_index.close()
         self.time_index.close()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
@@ -360,7 +428,11 @@ class Segment:
                 pass
 
     def close_file(self) -> None:
-        self.file.close()
+        """Drop the segment's reference to the ``.log`` file (idempotent); it closes once
+        no queued response refers to it any more."""
+        if self._owns_file:
+            self._owns_file = False
+            self.handle.release()
 
     def __repr__(self) -> str:
         return f"Segment(base={self.base_offset}, next={self.next_offset}, size={self.size})"

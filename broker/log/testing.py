@@ -5,8 +5,9 @@ Not used by the broker itself."""
 from __future__ import annotations
 
 import os
+import uuid
 
-from broker.log import LogConfig, PartitionLog
+from broker.log import LogConfig, LogManager, PartitionLog
 from broker.log.partition_log import AppendResult, RecoveryReport
 from protocol.records import encode_batch
 
@@ -45,3 +46,24 @@ class SoleReplicaLog(PartitionLog):
 def open_log(path: str | os.PathLike[str], clock: FakeClock, **configs: str) -> PartitionLog:
     overrides = {k.replace("_", "."): v for k, v in configs.items()}
     return SoleReplicaLog(os.path.join(path, "t-0"), "t", 0, LogConfig.from_dict(overrides), clock)
+
+
+def open_manager(path: str | os.PathLike[str], clock: FakeClock | None = None, **kwargs: object) -> LogManager:
+    """A LogManager whose logs are their partitions' only in-sync replicas (see SoleReplicaLog)."""
+    return LogManager(path, clock, log_class=SoleReplicaLog, **kwargs)  # type: ignore[arg-type]
+
+
+def create_logs(lm: LogManager, topic: str, partitions: int = 1, configs: dict[str, str] | None = None
+                ) -> uuid.UUID:
+    """Host ``partitions`` logs of a new topic in ``lm`` (what the replica manager does for its replicas)."""
+    topic_id = uuid.uuid4()
+    for p in range(partitions):
+        lm.ensure_log(topic, p, topic_id, configs or {})
+    return topic_id
+
+
+def delete_logs(lm: LogManager, topic: str) -> None:
+    """Remove every hosted log of ``topic`` (what the replica manager does when it is deleted)."""
+    for t, p in list(lm.hosted()):
+        if t == topic:
+            lm.delete_log(t, p)

@@ -314,8 +314,8 @@ def test_followers_parked_until_leader_sync_and_missing_get_empty() -> None:
     assert h.reply(sb) is None and h.reply(sc) is None
     h.records.clear()
     sa = h.sync("g", a, gen, [(a, b"A"), (b, b"B")])
-    # records and all three replies come out of the same call: the edge appends first
-    assert len(h.last_fx.records) == 1 and len(h.last_fx.replies) == 3
+    # the call hands out the assignment's write; all three replies wait for it to commit
+    assert len(h.last_fx.records) == 1 and not h.last_fx.replies and len(h.last_replies) == 3
     assert h.reply(sa)["assignment"] == b"A" and h.reply(sb)["assignment"] == b"B"
     assert h.reply(sc)["assignment"] == b""
 
@@ -589,5 +589,5 @@ def test_thousand_members_join_at_once() -> None:
     for mid, _ in tokens[1:]:
         h.sync("big", mid, gen)
     s = h.sync("big", leader, gen, [(m, b"x") for m, _ in tokens])
-    assert len(h.last_fx.replies) == 1000
+    assert len(h.last_replies) == 1000
     assert h.error(s) == NONE and h.state("big") == "Stable"

@@ -63,7 +63,8 @@ def check_shape(fields: tuple[Any, ...], version: int, obj: dict[str, Any], path
 class Harness:
     """A coordinator, a fake clock and a mailbox of replies by token."""
 
-    def __init__(self, *, check: bool = True, partition_count: Any = None, **config: Any) -> None:
+    def __init__(self, *, check: bool = True, partition_count: Any = None, auto_commit: bool = True,
+                 **config: Any) -> None:
         config.setdefault("initial_rebalance_delay_ms", 0)
         self.now = START
         self._ids = itertools.count()
@@ -72,10 +73,16 @@ class Harness:
         self.c = GroupCoordinator(self.config, now_ms=self.now, partition_count=partition_count,
                                   member_id_factory=lambda prefix: f"{prefix}-{next(self._ids)}")
         self.replies: dict[int, dict[str, Any]] = {}
+        #: records of committed writes, in commit order (what a reload replays)
         self.records: list[tuple[int, bytes, bytes | None]] = []
+        #: handed-out writes not completed yet (completed at once when ``auto_commit``)
+        self.inflight: list[Any] = []
+        self.auto_commit = auto_commit
         self.check = check
         self._expect: dict[int, tuple[Message, int]] = {}
         self.last_fx: Any = None
+        #: every reply released by the last call, those of the writes it committed included
+        self.last_replies: list[tuple[int, dict[str, Any]]] = []
 
     # -- driving ---------------------------------------------------------------------------------
 
@@ -87,18 +94,45 @@ class Harness:
             request = req_msg.decode(version, req_msg.encode(version, body))
         self._expect[token] = (resp_msg, version)
         fx = self.c.handle(api_key, self.now, version, request, token, **ctx)
-        self._absorb(fx)
+        self._absorb(fx, top=True)
         return token
 
     def advance(self, ms: int) -> Any:
         self.now += ms
         fx = self.c.poll(self.now)
-        self._absorb(fx)
+        self._absorb(fx, top=True)
         return fx
 
-    def _absorb(self, fx: Any) -> None:
-        self.last_fx = fx
-        self.records.extend(fx.records)
+    def commit_write(self, write: Any = None) -> Any:
+        """Complete ``write`` (default: the oldest in flight) as durable; returns the effects."""
+        return self._complete(write, None, top=True)
+
+    def fail_write(self, error_code: int, write: Any = None) -> Any:
+        """Complete ``write`` (default: the oldest in flight) as failed with ``error_code``."""
+        return self._complete(write, error_code, top=True)
+
+    def _complete(self, write: Any, error_code: int | None, *, top: bool) -> Any:
+        write = self.inflight[0] if write is None else write
+        self.inflight.remove(write)
+        if error_code is None:
+            self.records.extend((write.partition, key, value) for key, value in write.records)
+            fx = self.c.write_committed(self.now, write.write_id)
+        else:
+            fx = self.c.write_failed(self.now, write.write_id, error_code)
+        self._absorb(fx, top=top)
+        return fx
+
+    def _absorb(self, fx: Any, top: bool = False) -> None:
+        if top:
+            self.last_fx = fx
+            self.last_replies = []
+        self.last_replies.extend(fx.replies)
+        self.inflight.extend(fx.writes)
+        self._check_replies(fx)
+        while self.auto_commit and self.inflight:
+            self._complete(None, None, top=False)
+
+    def _check_replies(self, fx: Any) -> None:
         for token, resp in fx.replies:
             assert token not in self.replies, f"token {token} answered twice"
             msg, version = self._expect[token]

@@ -12,11 +12,10 @@ from broker.log import (
     InvalidConfigError,
     InvalidTopicError,
     LogDirLockedError,
-    LogManager,
     UnknownTopicOrPartitionError,
 )
 from broker.log.manager import validate_topic_name
-from broker.log.testing import FakeClock, make_batch
+from broker.log.testing import FakeClock, make_batch, open_manager
 from protocol.records import decode_record_set, encode_batch
 
 T0 = 1_700_000_000_000
@@ -25,7 +24,7 @@ T0 = 1_700_000_000_000
 def test_hosted_logs_reopen_with_their_topic_ids(tmp_path):
     clock = FakeClock(T0)
     tid = uuid.uuid4()
-    with LogManager(tmp_path, clock) as lm:
+    with open_manager(tmp_path, clock) as lm:
         for p in range(3):
             lm.ensure_log("orders", p, tid, {"retention.ms": "1000"})
         assert lm.get_log("orders", 2).config.retention_ms == 1000
@@ -35,7 +34,7 @@ def test_hosted_logs_reopen_with_their_topic_ids(tmp_path):
             lm.get_log("orders", 3)
     meta = json.loads((tmp_path / "orders-0" / "partition.metadata").read_text())
     assert meta["topic_id"] == str(tid)
-    with LogManager(tmp_path, clock) as lm:
+    with open_manager(tmp_path, clock) as lm:
         assert sorted(lm.hosted()) == [("orders", 0), ("orders", 1), ("orders", 2)]
         assert lm.topic_id_of("orders", 1) == tid
         assert lm.get_log("orders", 1).log_end_offset == 2
@@ -46,7 +45,7 @@ def test_hosted_logs_reopen_with_their_topic_ids(tmp_path):
 
 
 def test_validation(tmp_path):
-    with LogManager(tmp_path, FakeClock()) as lm:
+    with open_manager(tmp_path, FakeClock()) as lm:
         for bad in ("", ".", "..", "a/b", "x" * 250, "sp ace"):
             with pytest.raises(InvalidTopicError):
                 validate_topic_name(bad)
@@ -56,7 +55,7 @@ def test_validation(tmp_path):
 
 
 def test_a_recreated_topic_replaces_the_old_log_and_orphans_go(tmp_path):
-    with LogManager(tmp_path, FakeClock()) as lm:
+    with open_manager(tmp_path, FakeClock()) as lm:
         old = uuid.uuid4()
         lm.ensure_log("gone", 0, old).append(make_batch(1))
         lm.ensure_log("gone", 1, old)
@@ -66,19 +65,19 @@ def test_a_recreated_topic_replaces_the_old_log_and_orphans_go(tmp_path):
         assert fresh.log_end_offset == 0
     os.makedirs(tmp_path / "stale-0")  # no partition.metadata: left by a crash mid-create
     (tmp_path / "stale-0" / "00000000000000000000.log").write_bytes(b"junk")
-    with LogManager(tmp_path, FakeClock()) as lm:
+    with open_manager(tmp_path, FakeClock()) as lm:
         assert not (tmp_path / "stale-0").exists()
         assert sorted(lm.hosted()) == [("gone", 0)]
 
 
 def test_strays_are_set_aside_not_deleted(tmp_path):
-    with LogManager(tmp_path, FakeClock()) as lm:
+    with open_manager(tmp_path, FakeClock()) as lm:
         lm.ensure_log("s", 0, uuid.uuid4()).append(make_batch(1))
         lm.set_aside("s", 0)
         assert lm.hosted() == {}
     strays = [n for n in os.listdir(tmp_path) if n.endswith("-stray")]
     assert len(strays) == 1
-    with LogManager(tmp_path, FakeClock()) as lm:
+    with open_manager(tmp_path, FakeClock()) as lm:
         assert lm.hosted() == {}
         assert (tmp_path / strays[0]).exists()
 
@@ -90,27 +89,27 @@ def test_legacy_topics_are_read_for_migration(tmp_path):
         {"version": 1, "name": "old", "topic_id": str(tid), "partitions": 2, "configs": {"retention.ms": "5"}}))
     (tmp_path / "old-0").mkdir()
     (tmp_path / "old-1").mkdir()
-    with LogManager(tmp_path, FakeClock()) as lm:
+    with open_manager(tmp_path, FakeClock()) as lm:
         [info] = lm.legacy_topics()
         assert (info.name, info.topic_id, info.partitions, info.configs) == ("old", tid, 2, {"retention.ms": "5"})
         assert lm.topic_id_of("old", 1) == tid and lm.get_log("old", 0).config.retention_ms == 5
         lm.retire_legacy_topics()
-    with LogManager(tmp_path, FakeClock()) as lm:
+    with open_manager(tmp_path, FakeClock()) as lm:
         assert lm.legacy_topics() == [] and lm.topic_id_of("old", 0) == tid
 
 
 def test_lock_file_prevents_second_broker(tmp_path):
-    lm = LogManager(tmp_path, FakeClock())
+    lm = open_manager(tmp_path, FakeClock())
     with pytest.raises(LogDirLockedError) as ei:
-        LogManager(tmp_path, FakeClock())
+        open_manager(tmp_path, FakeClock())
     assert ei.value.error_name == "KAFKA_STORAGE_ERROR"
     lm.close()
-    LogManager(tmp_path, FakeClock()).close()
+    open_manager(tmp_path, FakeClock()).close()
 
 
 def test_maintenance_retention_and_flush(tmp_path):
     clock = FakeClock(T0)
-    with LogManager(tmp_path, clock) as lm:
+    with open_manager(tmp_path, clock) as lm:
         log = lm.ensure_log("t", 0, uuid.uuid4(), {"retention.ms": "60000", "segment.bytes": "500",
                                                      "flush.ms": "100"})
         for i in range(20):
@@ -126,14 +125,17 @@ def test_maintenance_retention_and_flush(tmp_path):
 
 def test_compaction_keeps_latest_value_per_key(tmp_path):
     clock = FakeClock(T0)
-    with LogManager(tmp_path, clock) as lm:
+    with open_manager(tmp_path, clock) as lm:
         log = lm.ensure_log("__consumer_offsets", 0, uuid.uuid4(), {"cleanup.policy": "compact",
                                                                      "segment.bytes": "400"})
         for i in range(30):
             key = b"group-%d" % (i % 3)
             log.append(encode_batch([(key, b"commit-%d" % i, None, T0 + i)]))
         before = log.size_bytes
-        lm.maintenance()
+        log.flush()  # a pass reads only what is on disk (below the recovery point)
+        lm.maintenance()  # plans the pass; the cleaner's worker thread cleans
+        assert lm.cleaner.wait_idle(30)
+        lm.apply_cleaned()  # the swap, on the owning thread
         assert log.size_bytes < before
         latest = {}
         for _, data in log.iter_batches(0):
@@ -147,7 +149,7 @@ def test_compaction_keeps_latest_value_per_key(tmp_path):
         first = [r.offset for r in decode_record_set(log.read_bytes(0))]
         assert first and first[0] >= 0
         assert log.append(encode_batch([(b"group-0", b"x", None, T0)])).base_offset == 30
-    with LogManager(tmp_path, clock) as lm:
+    with open_manager(tmp_path, clock) as lm:
         log = lm.get_log("__consumer_offsets", 0)
         assert not log.recovery_report.repaired
         offsets = [r.offset for _, d in log.iter_batches(0) for r in decode_record_set(d)]

@@ -138,13 +138,19 @@ def test_purge_when_completed_ops_pile_up() -> None:
     ops = [Op(10_000) for _ in range(30)]
     for i, op in enumerate(ops):
         p.try_complete_else_watch(op, [f"k{i % 3}", "shared"])
-    for op in ops[:25]:
+    for op in ops[:10]:
         op.force_complete()
-    assert p.watched() == 60
-    p.advance(1)
-    assert p.watched() == 10
+    assert p.watched() == 60  # 10 completed: not over the interval yet
+    ops[10].force_complete()  # 11 > 10: purged right away, no clock tick needed
+    assert p.watched() == 38
+    for op in ops[11:25]:
+        op.force_complete()
+    # purged again at the 22nd completion (19 counted - 8 waiting > 10); three completed since
+    assert p.watched() == 16
     assert p.watched_keys() == 4
     assert p.num_delayed == 5
+    assert p.purge_completed() == 6
+    assert p.watched() == 10
 
 
 def test_shared_wheel_and_external_scheduler() -> None:
@@ -206,3 +212,65 @@ def test_many_operations_expire_in_deadline_order() -> None:
         p.try_complete_else_watch(Tagged(d, i), [i % 17])
     assert p.advance(5_000) == 2_000
     assert order == sorted(range(2_000), key=lambda i: (delays[i], i))
+
+
+class FakeScheduler:
+    """Stands in for the broker's WheelTimer: collects timers; the test fires them."""
+
+    def __init__(self) -> None:
+        self.wheel = TimingWheel()
+        self.now = 0
+
+    def __call__(self, deadline: int, callback: Callable[[], None]):
+        return self.wheel.add(deadline, callback)
+
+    def run_until(self, now: int) -> int:
+        self.now = now
+        fired = self.wheel.advance(now)
+        for callback in fired:
+            callback()
+        return len(fired)
+
+
+def test_expirations_by_an_external_scheduler_purge_watch_lists() -> None:
+    """Without ``advance`` ever being called, expired operations leave the watch lists."""
+    sched = FakeScheduler()
+    p = DelayedOperationPurgatory("fetch", schedule=sched, clock=lambda: sched.now, purge_interval=50)
+    keys = [f"idle-{i}" for i in range(40)]
+    for _ in range(20):
+        for i in range(10):  # 200 operations, each on 8 of the 40 keys
+            assert not p.try_complete_else_watch(Op(100), keys[i * 4:i * 4 + 8])
+        sched.run_until(sched.now + 101)
+        # purged whenever the completed ones outnumber the waiting ones by the interval
+        assert p.watched() <= (p.purge_interval + 1) * 8
+    assert p.num_delayed == 0
+    assert p.expired_total == 200
+    assert p.watched() == 0
+    assert p.watched_keys() == 0
+
+
+def test_purge_interval_bounds_entries_while_operations_wait() -> None:
+    sched = FakeScheduler()
+    p = DelayedOperationPurgatory("fetch", schedule=sched, clock=lambda: sched.now, purge_interval=10)
+    waiting = Op(1_000_000)
+    p.try_complete_else_watch(waiting, ["busy"])  # one long wait keeps num_delayed above zero
+    for i in range(100):
+        p.try_complete_else_watch(Op(5), [f"idle-{i % 7}", f"other-{i % 3}"])
+        sched.run_until(sched.now + 6)
+        assert p.watched() <= 1 + (p.purge_interval + 1) * 2
+    assert p.num_delayed == 1
+    assert p.watched_keys() <= 1 + 7 + 3
+    waiting.force_complete()
+    assert p.watched() == 0
+
+
+def test_completion_through_one_key_purges_the_others_once_idle() -> None:
+    p = DelayedOperationPurgatory(purge_interval=1000)
+    ready = {"go": False}
+    ops = [Op(1_000, lambda: ready["go"]) for _ in range(5)]
+    for op in ops:
+        p.try_complete_else_watch(op, ["t-0", "t-1", "t-2"])
+    assert p.watched() == 15
+    ready["go"] = True
+    assert p.check_and_complete("t-0") == 5
+    assert p.watched() == 0  # nothing waits: the lists of t-1 and t-2 went too

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
+from peers import require_etcd
 
 from broker.harness import EtcdServer
-
-
-def require_etcd() -> None:
-    if EtcdServer.binary() is None:
-        message = "etcd is not installed (Debian package etcd-server; tests/setup_tools.sh installs it)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,27 +15,13 @@ from pathlib import Path
 
 import pytest
 from cluster_helpers import create_topic, partition_info, segment_bytes, wait_for
-from conftest import require_etcd
+from peers import require_etcd, require_kafkajs, require_tool
 
 from broker.harness import KBrokerCluster
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def peer_missing(message: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-def peer_tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        peer_missing(f"{name} is not installed (run `bash tests/setup_tools.sh`)")
-    assert path is not None
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +126,7 @@ def test_aiokafka_produce_and_consume_rf3(cluster: KBrokerCluster) -> None:
 
 
 def test_kcat_sees_the_cluster_and_round_trips(cluster: KBrokerCluster) -> None:
-    kcat = peer_tool("kcat")
+    kcat = require_tool("kcat")
     create_topic(cluster, "kc", partitions=1)
     listing = subprocess.run([kcat, "-b", cluster.bootstrap_servers, "-L", "-J"], capture_output=True,
                              timeout=60, check=True)
@@ -155,10 +140,8 @@ def test_kcat_sees_the_cluster_and_round_trips(cluster: KBrokerCluster) -> None:
 
 
 def test_kafkajs_round_trips(cluster: KBrokerCluster) -> None:
-    node = peer_tool("node")
+    node = require_kafkajs()
     node_dir = REPO / "tests" / "node"
-    if not (node_dir / "node_modules" / "kafkajs").is_dir():
-        peer_missing("kafkajs is not installed in tests/node/node_modules")
     records = [{"key": base64.b64encode(f"k{i}".encode()).decode(), "value": base64.b64encode(f"v{i}".encode()).decode(),
                 "headers": [], "partition": i % 3} for i in range(60)]
     result = subprocess.run([node, str(node_dir / "produce_consume.js"), "both", cluster.bootstrap_servers, "js"],

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import socket
 import string
@@ -25,8 +24,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.records import Record, decode_record_set
@@ -269,17 +266,3 @@ class BrokerProcess:
     def __exit__(self, *exc: object) -> None:
         if self.alive():
             self.stop()
-
-
-def tool_or_skip(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed (run `bash tests/setup_tools.sh`, which installs it)")
-    return path
-
-
-def kafkajs_or_skip() -> str:
-    node = tool_or_skip("node")
-    if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
-        pytest.skip("kafkajs is not installed in tests/node/node_modules (run `bash tests/setup_tools.sh`)")
-    return node

@@ -17,7 +17,8 @@ import os
 import subprocess
 
 import pytest
-from e2e_helpers import NODE_DIR, kafkajs_or_skip, read_all, sample_records
+from e2e_helpers import NODE_DIR, read_all, sample_records
+from peers import require_kafkajs
 from test_interop_python import _normalise, consume_confluent, create_confluent, produce_confluent
 
 pytestmark = pytest.mark.slow
@@ -28,7 +29,7 @@ SCRIPT = NODE_DIR / "produce_consume.js"
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    return kafkajs_or_skip()
+    return require_kafkajs()
 
 
 def _b64(b: bytes | None) -> str | None:

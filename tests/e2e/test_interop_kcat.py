@@ -12,7 +12,8 @@ import subprocess
 import time
 
 import pytest
-from e2e_helpers import read_all, sample_records, tool_or_skip
+from e2e_helpers import read_all, sample_records
+from peers import require_tool
 from test_interop_python import _normalise, consume_confluent, create_confluent, produce_confluent
 
 pytestmark = pytest.mark.slow
@@ -23,7 +24,7 @@ HEADERS = [("hk", b"hv"), ("trace-id", b"abc-123")]
 
 @pytest.fixture(scope="module")
 def kcat() -> str:
-    return tool_or_skip("kcat")
+    return require_tool("kcat")
 
 
 def run(args: list[str], stdin: bytes | None = None, timeout: float = 60) -> str:

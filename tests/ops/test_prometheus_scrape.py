@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from ops_helpers import free_port, wait_for
+from peers import peer_missing
 
 from broker import BrokerThread
 from client import TopicPartition
@@ -93,7 +94,7 @@ class PrometheusServer:
 @pytest.fixture
 def prometheus_and_broker(tmp_path: Path) -> Iterator[tuple[PrometheusServer, BrokerThread]]:
     if PROMETHEUS is None:
-        pytest.skip("the prometheus binary is not installed (apt-get install prometheus; tests/setup_tools.sh)")
+        peer_missing("the prometheus binary is not installed (apt-get install prometheus; tests/setup_tools.sh)")
     metrics_port = free_port()
     with BrokerThread(data_dir=str(tmp_path / "data"), metrics_port=metrics_port,
                       metrics_host="127.0.0.1") as broker:

@@ -1,0 +1,135 @@
+"""Broker settings: unknown keys are refused from every source, values must parse, and the set of
+known keys is the dataclass's fields (so settings added later are known at once)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.config import (
+    NON_SETTING_ENV,
+    BrokerConfig,
+    ConfigError,
+    from_env,
+    from_mapping,
+    from_toml,
+    known_settings,
+    load,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_unknown_set_key_is_refused_with_the_closest_known_one() -> None:
+    with pytest.raises(ConfigError, match=r"unknown setting 'log\.retention\.hour' \(--set\); "
+                                          r"did you mean 'log\.retention\.ms'\?"):
+        from_mapping({"log.retention.hour": "1"}, source="--set")
+
+
+def test_suggestion_follows_the_spelling_used() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'log-retention-ms'"):
+        from_mapping({"log-retention-mss": "1"})
+    with pytest.raises(ConfigError, match="did you mean 'log_retention_ms'"):
+        from_mapping({"log_retention_mss": "1"})
+    with pytest.raises(ConfigError, match=r"unknown setting 'zzz' \(setting\)$"):
+        from_mapping({"zzz": "1"})   # nothing close: no suggestion
+
+
+def test_unknown_environment_setting_is_refused_but_other_kbroker_variables_are_not() -> None:
+    with pytest.raises(ConfigError, match="'KBROKER_LOG_RETENTION_HOUR' \\(environment\\); "
+                                          "did you mean 'KBROKER_LOG_RETENTION_MS'"):
+        from_env({"KBROKER_LOG_RETENTION_HOUR": "1"})
+    # variables the code reads for other purposes are not settings
+    env = {name: "x" for name in NON_SETTING_ENV} | {"KBROKER_PORT": "9999", "PATH": "/bin", "KAFKA_FOO": "1"}
+    assert {"KBROKER_CONFIG", "KBROKER_LOG_FORMAT", "KBROKER_BOOTSTRAP"} <= NON_SETTING_ENV
+    assert from_env(env).port == 9999
+
+
+def test_unknown_toml_key_is_refused_with_its_dotted_path(tmp_path: Path) -> None:
+    path = tmp_path / "k.toml"
+    path.write_text('[log]\nretention.hour = 1\n')
+    with pytest.raises(ConfigError, match=r"unknown setting 'log\.retention\.hour' \(in .*k\.toml\); "
+                                          r"did you mean 'log\.retention\.ms'"):
+        from_toml(path)
+    path.write_text('port = 9095\n[log]\nretention_ms = 5\n[broker]\nnode_id = 3\n')
+    config = from_toml(path)
+    assert (config.port, config.log_retention_ms, config.node_id) == (9095, 5, 3)
+    path.write_text('port = [')
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        from_toml(path)
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("port", "abc", "'abc' is not an integer"),
+    ("port", True, "True is not an integer"),
+    ("num.partitions", 1.5, "1.5 is not an integer"),
+    ("auto.create.topics.enable", "maybe", "not a boolean"),
+    ("port", None, "cannot be empty"),
+])
+def test_values_must_parse(key: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_mapping({key: value})
+
+
+def test_values_of_every_type_parse() -> None:
+    config = from_mapping({"auto.create.topics.enable": "off", "port": " 9093 ", "log.flush.interval.ms": "none",
+                           "broker.rack": "r1", "delete.topic.enable": True, "num.partitions": 3.0})
+    assert config.auto_create_topics_enable is False and config.port == 9093
+    assert config.log_flush_interval_ms is None and config.broker_rack == "r1"
+    assert config.delete_topic_enable is True and config.num_partitions == 3
+
+
+def test_every_field_is_a_known_setting() -> None:
+    """The known keys are the dataclass's fields: each one is accepted in every spelling."""
+    fields = [f for f in dataclasses.fields(BrokerConfig)]
+    assert sorted(f.name.replace("_", ".") for f in fields) == known_settings()
+    defaults = BrokerConfig()
+    for f in fields:
+        value = getattr(defaults, f.name)
+        raw = "none" if value is None else str(value)
+        for key in (f.name, f.name.replace("_", "."), f.name.replace("_", "-")):
+            assert getattr(from_mapping({key: raw}), f.name) == value, key
+        assert getattr(from_env({"KBROKER_" + f.name.upper(): raw}), f.name) == value
+    assert not any(f.name == "extra" for f in fields)   # nothing swallows unknown keys any more
+
+
+def test_load_refuses_with_exit_code_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        load(["--set", "log.retention.hour=1"], environ={})
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == ("python -m broker: error: unknown setting 'log.retention.hour' (--set); "
+                   "did you mean 'log.retention.ms'?\n")
+    with pytest.raises(SystemExit) as info:
+        load([], environ={"KBROKER_PROT": "1"})
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        load(["--set", "log.message.timestamp.type=Sometimes"], environ={})
+    assert info.value.code == 2 and "message.timestamp.type" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        load(["--config", "/nonexistent/kbroker.toml"], environ={})
+    assert info.value.code == 2
+
+
+def test_load_reads_every_source_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "k.toml"
+    path.write_text('port = 1\nnum_partitions = 2\nlog.retention.ms = 3\n')
+    config = load(["--port", "4", "--set", "num.partitions=5"],
+                  environ={"KBROKER_CONFIG": str(path), "KBROKER_PORT": "6", "KBROKER_LOG_FORMAT": "json",
+                           "KBROKER_LOG_RETENTION_MS": "7"})
+    assert (config.port, config.num_partitions, config.log_retention_ms) == (4, 5, 7)
+
+
+def test_python_m_broker_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "KBROKER_LOG_RETENTION_HOUR": "1"}
+    proc = subprocess.run([sys.executable, "-m", "broker", "--data-dir", str(tmp_path / "d")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.splitlines() == [
+        "python -m broker: error: unknown setting 'KBROKER_LOG_RETENTION_HOUR' (environment); "
+        "did you mean 'KBROKER_LOG_RETENTION_MS'?"]
+    assert not (tmp_path / "d").exists()   # refused before touching the data directory

@@ -1,0 +1,98 @@
+"""Reference-counted segment files: a queued response keeps reading the bytes it was built from."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from broker.log.segment import SegmentFile
+from broker.log.testing import FakeClock, create_logs, make_batch, open_log, open_manager
+from broker.server import FileRegion
+from protocol.records import encode_batch
+
+
+def test_last_release_closes_the_file(tmp_path) -> None:
+    path = tmp_path / "f.log"
+    path.write_bytes(b"abc")
+    with open(path, "r+b", buffering=0) as f:
+        handle = SegmentFile(f, str(path))
+        assert handle.retain() is handle
+        assert handle.refs == 2
+        handle.release()
+        assert not handle.closed and not f.closed
+        handle.release()
+        assert handle.closed and f.closed
+        with pytest.raises(ValueError):
+            handle.retain()
+        with pytest.raises(ValueError):
+            handle.release()
+
+
+def test_region_keeps_a_deleted_partition_readable_until_released(tmp_path) -> None:
+    log = open_log(tmp_path, FakeClock())
+    for i in range(5):
+        log.append(make_batch(1, value=b"value-%d" % i))
+    result = log.read(0, 1 << 20)
+    expected = result.to_bytes()
+    region = FileRegion([(s.handle, s.position, s.length) for s in result.slices])
+    handle = result.slices[0].handle
+    fd = handle.fileno()
+    log.delete()  # the topic is deleted (as LogManager.delete_topic does: then its directory goes)
+    shutil.rmtree(log.directory)
+    assert not handle.closed and handle.refs == 1
+    # a file opened now cannot take the descriptor number the region still uses
+    with open(tmp_path / "newcomer.log", "wb") as other:
+        assert other.fileno() != fd
+    chunk_handle, position, length = region.chunks[0]
+    assert os.pread(chunk_handle.fileno(), length, position) == expected
+    region.release()
+    assert handle.closed
+    region.release()  # idempotent
+
+
+def test_retired_segment_stays_open_for_a_region_after_its_own_reference_goes(tmp_path) -> None:
+    clock = FakeClock()
+    log = open_log(tmp_path, clock, segment_bytes="1024")
+    for i in range(40):
+        log.append(make_batch(1, value=b"x" * 100 + b"%d" % i))
+    first = log.segments[0]
+    result = log.read(first.base_offset, 1 << 20)
+    expected = result.to_bytes()
+    region = FileRegion([(s.handle, s.position, s.length) for s in result.slices])
+    log.delete_records_before(log.segments[2].base_offset)
+    log.close_retired(clock(), force=True)
+    assert first.handle.refs == 1  # only the region's reference is left
+    handle, position, length = region.chunks[0]
+    assert os.pread(handle.fileno(), length, position) == expected
+    region.release()
+    assert first.handle.closed
+    log.close()
+
+
+def test_region_keeps_reading_a_segment_replaced_by_compaction(tmp_path) -> None:
+    clock = FakeClock()
+    t0 = clock()
+    with open_manager(tmp_path, clock) as lm:
+        create_logs(lm, "compacted", 1, {"cleanup.policy": "compact", "segment.bytes": "1500",
+                                         "delete.retention.ms": "1000", "file.delete.delay.ms": "0"})
+        log = lm.get_log("compacted", 0)
+        for i in range(200):
+            log.append(encode_batch([(b"k%d" % (i % 5), b"v-%d" % i, None, t0 + i)]))
+        clock.advance(200_000)
+        first = log.segments[0]
+        result = log.read(first.base_offset, 1 << 20)  # the first segment's batches
+        expected = result.to_bytes()
+        region = FileRegion([(s.handle, s.position, s.length) for s in result.slices])
+        lm.maintenance()
+        assert lm.cleaner.wait_idle(30)
+        assert lm.apply_cleaned() == 1
+        assert log.segments[0] is not first  # swapped: the compacted copy now has the file's name
+        assert log.read(first.base_offset, 1 << 20).to_bytes() != expected
+        log.close_retired(clock(), force=True)
+        assert first.handle.refs == 1  # only the region's reference is left
+        handle, position, length = region.chunks[0]
+        assert os.pread(handle.fileno(), length, position) == expected
+        region.release()
+        assert first.handle.closed

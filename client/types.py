@@ -50,7 +50,7 @@ class OffsetAndTimestamp(NamedTuple):
 class NewTopic:
     name: str
     num_partitions: int = 1
-    replication_factor: int = 1
+    replication_factor: int = -1  # -1: the broker's default.replication.factor
     configs: dict[str, str] = field(default_factory=dict)
 
 

@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     t = tsub.add_parser("create", help="create a topic")
     t.add_argument("name")
     t.add_argument("-p", "--partitions", type=int, required=True, metavar="N")
-    t.add_argument("--replication-factor", type=int, default=1, metavar="N")
+    t.add_argument("--replication-factor", type=int, default=-1, metavar="N",
+                   help="replicas per partition (default: the broker's default.replication.factor)")
     t.add_argument("-c", "--config", action="append", default=[], metavar="KEY=VALUE",
                    help="topic config, e.g. retention.ms=86400000 (repeatable)")
     t.add_argument("--if-not-exists", action="store_true", help="succeed if the topic exists already")

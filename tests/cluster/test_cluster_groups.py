@@ -31,7 +31,8 @@ def cluster(tmp_path: Path) -> Iterator[KBrokerCluster]:
 
 
 def coordinator_of(bootstrap: str, group: str) -> int:
-    desc = admin(bootstrap).describe_consumer_groups([group], request_timeout=10)[group].result(15)
+    client = admin(bootstrap)  # keep it alive until the future resolves
+    desc = client.describe_consumer_groups([group], request_timeout=10)[group].result(15)
     return int(desc.coordinator.id)
 
 

@@ -47,7 +47,7 @@ def test_deleted_groups_leave_no_rebalance_tracking(broker: BrokerThread) -> Non
         resp = client.request(ApiKey.DELETE_GROUPS, 2, {"groups_names": groups})
         assert [r.error_code for r in resp.results] == [E.NONE] * len(groups)
         assert broker.call(lambda: set(service._generations) & set(groups)) == set()
-        assert broker.call(lambda: set(service.coordinator.groups) & set(groups)) == set()
+        assert broker.call(lambda: {g for c in service.coordinators() for g in c.groups} & set(groups)) == set()
         # a group deleted and then recreated is tracked again
         _join_sync_leave(client, groups[0])
         assert broker.call(lambda: set(service._generations)) == {groups[0]}

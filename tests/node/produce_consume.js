@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // kafkajs peer for the e2e tests (tests/e2e/test_interop_kafkajs.py).
 //
-//   node produce_consume.js <mode> <bootstrap> <topic>
+//   node produce_consume.js <mode> <bootstrap host:port[,host:port...]> <topic>
 //
 // mode: "produce" (create the topic, produce the records read as JSON from stdin),
 //       "consume" (read the topic from the beginning with a consumer group until
@@ -28,7 +28,7 @@ const stderrLogger = () => ({ namespace, level, label, log }) => {
 
 const kafka = new Kafka({
   clientId: 'kbroker-e2e-kafkajs',
-  brokers: [bootstrap],
+  brokers: bootstrap.split(','),
   logLevel: logLevel.WARN,
   logCreator: stderrLogger,
   retry: { retries: 5 },

@@ -15,14 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from broker.cluster.image import MetadataImage
-from broker.cluster.kv import KVError
+from broker.cluster.kv import KVError, KVUnavailableError
 from broker.cluster.metadata import MetadataService
 from broker.cluster.placement import PlacementError, assign_replicas
-from broker.cluster.records import TopicRecord
+from broker.cluster.records import TopicRecord, topic_key
 from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
 from broker.log.errors import LogError
 from broker.log.manager import LogManager, validate_topic_name
@@ -122,11 +122,8 @@ class TopicAdmin:
 
     async def create(self, record: TopicRecord, timeout_s: float) -> None:
         """Write a planned topic; wait (up to ``timeout_s``) for its partitions to have leaders."""
-        try:
-            created = await self.metadata.create_topic(record)
-        except KVError as exc:
-            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
-        if not created:
+        created = await self._write(lambda: self.metadata.create_topic(record), timeout_s)
+        if not created and not await self._is_ours(record):
             raise TopicError(E.TOPIC_ALREADY_EXISTS, f"Topic '{record.name}' already exists.")
         log.info("created topic %s (%s): %d partitions, replicas %s", record.name, record.topic_id,
                  record.partitions, [list(r) for r in record.assignment])
@@ -227,6 +224,34 @@ class TopicAdmin:
             return t is None or t.mod_revision != revision
 
         await self.wait_until(changed, timeout_s)
+
+    async def _is_ours(self, record: TopicRecord) -> bool:
+        """After a create that reported failure: was it ours after all (a retried write that had landed)?"""
+        try:
+            current = await self.metadata.kv.get(topic_key(record.name))
+        except KVError:
+            return False
+        return current is not None and TopicRecord.decode(current.value).topic_id == record.topic_id
+
+    async def _write(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """A metadata-store write, retried while the store is unreachable (within ``timeout_s``).
+
+        A write that failed to reach the store may still have been applied; callers' writes are
+        compare-and-set, so a retry of an applied one reports the condition failing instead.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_s, 1.0)
+        delay = 0.05
+        while True:
+            try:
+                return await write()
+            except KVUnavailableError as exc:
+                if loop.time() + delay > deadline:
+                    raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            except KVError as exc:
+                raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store error: {exc}") from None
 
     async def add_partitions(self, record: TopicRecord, timeout_s: float) -> None:
         t = self.image.topic(record.name)

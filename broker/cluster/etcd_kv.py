@@ -100,10 +100,16 @@ class EtcdKV:
                 pass
 
     async def _call(self, fn: Any) -> Any:
-        """Run ``fn(client)``, trying each endpoint once; translate errors."""
+        """Run ``fn(client)``, trying each endpoint once; translate errors.
+
+        An endpoint that cannot be reached gets a fresh channel next time (gRPC's own reconnect
+        backoff would otherwise keep a channel failing for a while after etcd came back).
+        """
         if self._closed:
             raise KVUnavailableError("store closed")
         errors = self._aetcd.exceptions
+        from aetcd import rpc
+
         last: BaseException | None = None
         for _ in range(len(self.endpoints)):
             if self._client is None:
@@ -111,6 +117,12 @@ class EtcdKV:
             try:
                 return await asyncio.wait_for(fn(self._client), self.timeout_s + 1)
             except (errors.ConnectionFailedError, errors.ConnectionTimeoutError, TimeoutError, OSError) as exc:
+                last = exc
+                await self._rotate()
+            except rpc.AioRpcError as exc:
+                translated = self._translate(exc)
+                if not isinstance(translated, KVUnavailableError):
+                    raise translated from exc
                 last = exc
                 await self._rotate()
             except errors.ClientError as exc:
@@ -173,12 +185,7 @@ class EtcdKV:
                                      failure=client._ops_to_requests(ops(failure)))
             return await client.kvstub.Txn(request, timeout=self.timeout_s, metadata=client.metadata)
 
-        try:
-            response = await self._call(run)
-        except KVError:
-            raise
-        except Exception as exc:  # grpc errors not wrapped by the client's decorators
-            raise self._translate(exc) from exc
+        response = await self._call(run)
         gets = []
         for r in response.responses:
             if r.WhichOneof("response") == "response_range":

@@ -259,3 +259,26 @@ def test_duplicate_node_id_is_refused(cluster: KBrokerCluster, tmp_path: Path) -
     dup._close_log()
     assert code != 0
     assert "node id 2 is already registered" in dup.log_tail()
+
+
+def test_controlled_shutdown_moves_leadership_and_elect_leaders_brings_it_back(cluster: KBrokerCluster) -> None:
+    from confluent_kafka import ElectionType, TopicPartition
+
+    create_topic(cluster, "pref", partitions=3)
+    by_leader = {p: leader_of(cluster, "pref", p) for p in range(3)}
+    victim = by_leader[0]
+    led = [p for p, n in by_leader.items() if n == victim]
+    assert cluster.stop_broker(victim) == 0  # SIGTERM: it deregisters and hands its leaderships over
+    for p in led:
+        info = wait_for(lambda p=p: (i := partition_info(cluster, "pref", p)) is not None
+                        and i.leader not in (-1, victim) and i, "leadership to move on shutdown", timeout=20)
+        assert victim not in info.isrs
+    cluster.restart(victim)
+    for p in led:
+        wait_for(lambda p=p: (i := partition_info(cluster, "pref", p)) is not None and victim in i.isrs,
+                 "the restarted broker to rejoin the ISR")
+        assert leader_of(cluster, "pref", p) != victim  # preferred election waits for the imbalance check
+    client = admin(cluster.bootstrap_servers)
+    client.elect_leaders(ElectionType.PREFERRED, [TopicPartition("pref", p) for p in led]).result(30)
+    for p in led:
+        wait_for(lambda p=p: leader_of(cluster, "pref", p) == victim, "the preferred replica to lead again")

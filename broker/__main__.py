@@ -8,8 +8,11 @@ import logging
 import signal
 import sys
 
+from broker.cluster.kv import KVError
+from broker.cluster.metadata import DuplicateBrokerError
 from broker.config import load
 from broker.core import EXIT_LOG_DIR_FAILURE, BrokerCore
+from broker.log.errors import LogError
 from broker.logging_setup import configure_logging
 
 
@@ -36,10 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import uvloop
 
-        return uvloop.run(_serve(core))
+        run = uvloop.run
     except ImportError:
-        return asyncio.run(_serve(core))
-    except OSError as exc:
+        run = asyncio.run
+    try:
+        return int(run(_serve(core)))
+    except (OSError, LogError, KVError, DuplicateBrokerError, ValueError) as exc:
+        # the port is taken, the data directory is locked or belongs to another node, etcd cannot be
+        # reached, the node id is taken, --cluster is malformed: one line, no traceback
         logging.getLogger("kbroker").error("cannot start: %s", exc)
         return 1
 

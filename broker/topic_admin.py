@@ -125,8 +125,9 @@ class TopicAdmin:
         created = await self._write(lambda: self.metadata.create_topic(record), timeout_s)
         if not created and not await self._is_ours(record):
             raise TopicError(E.TOPIC_ALREADY_EXISTS, f"Topic '{record.name}' already exists.")
-        log.info("created topic %s (%s): %d partitions, replicas %s", record.name, record.topic_id,
-                 record.partitions, [list(r) for r in record.assignment])
+        shown = [list(r) for r in record.assignment[:8]]
+        log.info("created topic %s (%s): %d partitions, replicas %s%s", record.name, record.topic_id,
+                 record.partitions, shown, " ..." if record.partitions > len(shown) else "")
         await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)
 
     async def ensure_offsets_topic(self, partitions: int, replication_factor: int, timeout_s: float) -> int:

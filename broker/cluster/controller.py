@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from broker.cluster.image import MetadataImage, PartitionImage
 from broker.cluster.kv import Compare, KVError, MetadataKV, Put, mod_is
 from broker.cluster.records import CONTROLLER_EPOCH_KEY, NO_LEADER, PartitionRecord, partition_key
+from broker.internal_topics import is_internal_topic
 
 log = logging.getLogger("kbroker.controller")
 
@@ -246,11 +247,17 @@ class Controller:
         if not changes:
             return 0, 0
         written, refused = await write_changes(self.kv, changes, self.fence)
+        quiet: dict[str, int] = {}
         for change in written:
-            log.info("controller: %s-%d leader %d epoch %d isr %s (%s)", change.topic, change.partition,
-                     change.record.leader, change.record.leader_epoch, list(change.record.isr), change.reason)
+            if is_internal_topic(change.topic):
+                quiet[f"{change.topic} ({change.reason})"] = quiet.get(f"{change.topic} ({change.reason})", 0) + 1
+            else:
+                log.info("controller: %s-%d leader %d epoch %d isr %s (%s)", change.topic, change.partition,
+                         change.record.leader, change.record.leader_epoch, list(change.record.isr), change.reason)
             if self.on_change is not None:
                 self.on_change(change)
+        for what, count in quiet.items():
+            log.info("controller: %d partitions of %s", count, what)
         return len(written), refused
 
     async def _run(self) -> None:

@@ -98,9 +98,17 @@ def test_double_underscore_user_topics_are_ordinary(broker: BrokerThread) -> Non
             "validate_only": False})
         assert resp.results[0].error_code == E.NONE
         assert len(_metadata(client, "__mytopic")["__mytopic"].partitions) == 3
-        text = broker.call(lambda: generate_latest(broker.core.metrics.registry)).decode()
-        assert 'kbroker_log_end_offset{partition="0",topic="__mytopic"} 1.0' in text
-        assert 'kbroker_log_end_offset{partition="2",topic="__mytopic"} 0.0' in text
+        # the new partitions' logs are created when this broker applies the metadata change,
+        # which may trail the CreatePartitions answer by a moment
+        want = ('kbroker_log_end_offset{partition="0",topic="__mytopic"} 1.0',
+                'kbroker_log_end_offset{partition="2",topic="__mytopic"} 0.0')
+        deadline = time.monotonic() + 10
+        while True:
+            text = broker.call(lambda: generate_latest(broker.core.metrics.registry)).decode()
+            if all(w in text for w in want) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert all(w in text for w in want), text
         assert 'topic="__consumer_offsets"' not in text
         resp = client.request(ApiKey.DELETE_TOPICS, 5, {"topic_names": ["__mytopic", "__auto"], "timeout_ms": 1000})
         assert [r.error_code for r in resp.responses] == [E.NONE, E.NONE]

@@ -122,7 +122,7 @@ class TopicAdmin:
 
     async def create(self, record: TopicRecord, timeout_s: float) -> None:
         """Write a planned topic; wait (up to ``timeout_s``) for its partitions to have leaders."""
-        created = await self._write(lambda: self.metadata.create_topic(record), timeout_s)
+        created = await self.write_with_retry(lambda: self.metadata.create_topic(record), timeout_s)
         if not created and not await self._is_ours(record):
             raise TopicError(E.TOPIC_ALREADY_EXISTS, f"Topic '{record.name}' already exists.")
         shown = [list(r) for r in record.assignment[:8]]
@@ -187,19 +187,23 @@ class TopicAdmin:
                                     racks={b: self.image.brokers[b].rack for b in live})
         return TopicRecord(name, t.topic_id, (*t.record.assignment, *extra), t.configs)
 
-    async def alter_configs(self, name: str, changes: Mapping[str, str | None], *, incremental: bool = True,
-                            timeout_s: float = 5.0) -> dict[str, str]:
-        """Set (``None``: remove) config overrides of a topic; ``incremental=False`` replaces them all.
-
-        Validated like CreateTopics configs; applied by every replica once its image has the new
-        record.  Returns the new overrides.
+    async def alter_configs(self, name: str, changes: Mapping[str, str | None] | None = None, *,
+                            incremental: bool = True,
+                            update: Callable[[dict[str, str]], Mapping[str, str | None]] | None = None,
+                            validate_only: bool = False, timeout_s: float = 5.0) -> dict[str, str]:
+        """Set (``None``: remove) config overrides of a topic; ``incremental=False`` replaces them all;
+        ``update(current overrides)`` computes the new overrides instead (re-run if the topic changes
+        meanwhile).  Validated like CreateTopics configs (``validate_only``: nothing is written);
+        applied by every replica once its image has the new record.  Returns the new overrides.
         """
         for _ in range(10):
             t = self.image.topic(name)
             if t is None:
                 raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             merged: dict[str, str | None] = dict(t.configs) if incremental else {}
-            for key, value in changes.items():
+            if update is not None:
+                merged = dict(update(dict(t.configs)))
+            for key, value in (changes or {}).items():
                 if value is None:
                     merged.pop(key, None)
                 else:
@@ -208,6 +212,8 @@ class TopicAdmin:
                 overrides = self.logs.validate_configs(merged)
             except LogError as exc:
                 raise TopicError(exc.error_code, exc.detail or str(exc)) from None
+            if validate_only:
+                return overrides
             record = TopicRecord(name, t.topic_id, t.record.assignment, overrides)
             try:
                 ok = await self.metadata.update_topic(record, t.mod_revision)
@@ -234,7 +240,7 @@ class TopicAdmin:
             return False
         return current is not None and TopicRecord.decode(current.value).topic_id == record.topic_id
 
-    async def _write(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+    async def write_with_retry(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
         """A metadata-store write, retried while the store is unreachable (within ``timeout_s``).
 
         A write that failed to reach the store may still have been applied; callers' writes are

@@ -207,12 +207,15 @@ class LogCleaner:
     the owner may replace at any time (the next pass uses them).  ``executor``: where passes run
     (default: a private single-thread pool, created on first use).  ``on_done``: called from the
     worker after each pass, e.g. to wake the owner so it calls ``apply_completed()`` soon (the
-    owner may also just call it periodically).
+    owner may also just call it periodically).  ``on_swapped(log)``: called on the owner thread after
+    a swap retired some of ``log``'s segments (their files close after ``file.delete.delay.ms``).
     """
 
     def __init__(self, clock: Callable[[], int], *, settings: CleanerSettings | None = None,
-                 executor: Executor | None = None, on_done: Callable[[], None] | None = None) -> None:
+                 executor: Executor | None = None, on_done: Callable[[], None] | None = None,
+                 on_swapped: Callable[[PartitionLog], None] | None = None) -> None:
         self.clock = clock
+        self.on_swapped = on_swapped
         self.settings = settings or CleanerSettings()
         self._executor = executor
         self._own_executor = executor is None
@@ -372,6 +375,8 @@ class LogCleaner:
                 return
             logger.info("%s: compaction reclaimed %d bytes in %d segments (cleaned below offset %d)", log.name,
                         job.reclaimed_bytes, len(job.cleaned), job.upto)
+            if self.on_swapped is not None:
+                self.on_swapped(log)
         shutil.rmtree(job.work_dir, ignore_errors=True)
         if job.upto > log.cleaner_offset:
             log.set_cleaner_offset(job.upto)

@@ -94,8 +94,10 @@ class LogManager:
         self.data_dir = os.fspath(data_dir)
         self.clock: Clock = clock or wall_clock_ms
         self.dir_failure = LogDirFailureChannel(self.data_dir)
-        self.cleaner = LogCleaner(self.clock, settings=cleaner_settings, executor=cleaner_executor)
+        self.cleaner = LogCleaner(self.clock, settings=cleaner_settings, executor=cleaner_executor,
+                                  on_swapped=self._note_retiring)
         self._dirty_logs: dict[PartitionLog, None] = {}  # insertion-ordered set
+        self._retiring: dict[PartitionLog, None] = {}  # logs holding segments a compaction swap retired
         #: Broker-level defaults (``log.*`` equivalents) layered over TOPIC_CONFIG_DEFAULTS.
         self.default_configs = validate_topic_configs(default_configs or {})
         os.makedirs(self.data_dir, exist_ok=True)
@@ -364,8 +366,20 @@ class LogManager:
                 logger.exception("maintenance of %s failed", log.name)
 
     def apply_cleaned(self) -> int:
-        """Swap in the compaction passes the cleaner finished (call on the owner thread)."""
-        return self.cleaner.apply_completed()
+        """Swap in the compaction passes the cleaner finished (call on the owner thread), and close the
+        files of segments earlier swaps retired once ``file.delete.delay.ms`` has passed."""
+        n = self.cleaner.apply_completed()
+        if self._retiring:
+            now = self.clock()
+            for log in list(self._retiring):
+                if self.is_open(log):
+                    log.close_retired(now)
+                if not self.is_open(log) or not log.retired:
+                    del self._retiring[log]
+        return n
+
+    def _note_retiring(self, log: PartitionLog) -> None:
+        self._retiring[log] = None
 
     def request_cleaning(self, logs: Iterable[PartitionLog] | None = None) -> None:
         """Ask the cleaner to look at the compacted logs among ``logs`` (default: all hosted ones);

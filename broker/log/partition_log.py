@@ -468,7 +468,7 @@ class PartitionLog:
         (set the base offset, this leader's epoch and, for LogAppendTime topics, the time)."""
         seg = self._segments[-1]
         try:
-            if seg.size and (seg.size + len(buf) > self.config.segment_bytes or self._roll_due(seg, now)
+            if seg.size and (seg.size + len(buf) > self.config.segment_bytes or self._roll_due(seg, now, max_ts)
                              or last - seg.base_offset > _INT32_MAX):
                 seg = self.roll()
             if stamp:
@@ -589,10 +589,12 @@ class PartitionLog:
             self._write_checkpoint()
             self._delete_below_log_start()
 
-    def _roll_due(self, seg: Segment, now: int) -> bool:
+    def _roll_due(self, seg: Segment, now: int, incoming_ts: int | None = None) -> bool:
         """The active segment is old enough to roll (``segment.ms`` less this segment's share of
         ``segment.jitter.ms``; a compacted topic at most ``max.compaction.lag.ms``) or its indexes are
-        full (``segment.index.bytes``)."""
+        full (``segment.index.bytes``).  On append, age is measured as Kafka does: from the segment's
+        first timestamp to the incoming batch's (``incoming_ts``), so a producer whose timestamps lag the
+        broker's clock does not roll a segment per batch; else by the broker's clock."""
         cfg = self.config
         if seg.indexes_full(cfg.segment_index_bytes):
             return True
@@ -600,7 +602,8 @@ class PartitionLog:
             return False
         jitter = zlib.crc32(f"{self.name}@{seg.base_offset}".encode()) % cfg.segment_jitter_ms \
             if cfg.segment_jitter_ms > 0 else 0
-        return now - seg.roll_base_ms >= cfg.max_segment_ms - jitter
+        reference = incoming_ts if incoming_ts is not None and incoming_ts >= 0 else now
+        return reference - seg.roll_base_ms >= cfg.max_segment_ms - jitter
 
     def roll(self) -> Segment:
         """Seal the active segment and start a new one at the log end offset."""
@@ -823,6 +826,11 @@ class PartitionLog:
             self.flush()
         self.producer_state.expire(now, PRODUCER_ID_EXPIRATION_MS)
         self.close_retired(now)
+
+    @property
+    def retired(self) -> int:
+        """Segments removed from the log whose files are still open (see ``close_retired``)."""
+        return len(self._retired)
 
     def close_retired(self, now_ms: int, force: bool = False) -> None:
         """Drop the segment references of retired segments older than ``file.delete.delay.ms``

@@ -35,14 +35,22 @@
    ones (their ``.log`` stays open for in-flight reads), and its
    ``cleaner_offset`` (checkpointed) moves to where the pass stopped.
 
+Segments are cleaned in groups (Kafka's ``groupSegmentsBySize``): consecutive
+segments that fit together in ``segment.bytes`` (and ``segment.index.bytes``)
+are written as one, so a compacted log with many small segments (a short
+``segment.ms`` or ``max.compaction.lag.ms``) does not keep accumulating them and
+their open files.  A group's cleaned segment has the base offset of its first
+segment; its other segments' files are unlinked before the ``.swap`` is
+renamed into place.
+
 Crash safety (``recover_interrupted_swaps``, run when a partition log opens):
 work directories are an unfinished pass and are removed; a ``<base>.log.swap``
-is a committed replacement and is finished (its index ``.swap`` files, if still
-there, and then the log are renamed into place); index ``.swap`` files without
-a ``.log.swap`` belong to an uncommitted segment and are removed.  Each
-cleaned segment replaces exactly one segment with the same base offset and the
-same offsets (gaps where records were dropped), so every prefix of a swap is a
-consistent log.
+is a committed replacement and is finished: the segments whose base offsets it
+covers (the rest of its group) are removed, then its index ``.swap`` files, if
+still there, and the log are renamed into place; index ``.swap`` files without
+a ``.log.swap`` belong to an uncommitted segment and are removed.  A cleaned
+segment keeps the offsets of what it replaces (gaps where records were
+dropped), so every prefix of a swap is a consistent log.
 
 What a pass keeps (Kafka's ``LogCleaner.shouldRetainRecord``, record by record):
 a record is dropped when a later record with the same key is in the map, when it
@@ -100,6 +108,7 @@ logger = logging.getLogger("kbroker.log")
 WORK_DIR_PREFIX = "cleaning"  # cleaning.<n>/ per pass ("cleaning/" in older data directories)
 SWAP_SUFFIX = ".swap"
 _READ_CHUNK = 1024 * 1024
+_INT32_MAX = 2147483647
 _FILE_SUFFIXES = (".index", ".timeindex", ".log")  # rename order: the .log last
 
 #: Memory one distinct key costs in a pass's key map (a 16-byte digest, its offset and the dict slot,
@@ -160,6 +169,10 @@ class _Source:
     size: int
     next_offset: int
     fd: int  # a private duplicate, closed by the worker
+    index_bytes: int = 0  # the larger of its two indexes
+
+
+Group = list[_Source]  # consecutive segments cleaned into one
 
 
 @dataclass(slots=True)
@@ -175,10 +188,12 @@ class CleaningPass:
     delete_retention_ms: int
     index_interval_bytes: int
     map_capacity: int
+    segment_bytes: int = 1 << 30
+    segment_index_bytes: int = 10 << 20
     #: producer id -> offset of the last record of its last batch (an emptied last batch is kept)
     producer_last_offsets: dict[int, int] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event)
-    cleaned: list[tuple[_Source, Segment]] = field(default_factory=list)
+    cleaned: list[tuple[Group, Segment]] = field(default_factory=list)
     error: BaseException | None = None
     upto: int = -1  # the pass cleaned the log below this offset (set by the worker)
     next_horizon: int | None = None  # the earliest delete horizon of a tombstone batch it kept
@@ -290,7 +305,7 @@ class LogCleaner:
         sources: list[_Source] = []
         try:
             for seg in cleanable_segments(log, now):
-                sources.append(_Source(seg, seg.size, seg.next_offset, os.dup(seg.fd)))
+                sources.append(_Source(seg, seg.size, seg.next_offset, os.dup(seg.fd), seg.index_bytes))
         except OSError:
             for src in sources:
                 os.close(src.fd)
@@ -301,7 +316,7 @@ class LogCleaner:
                      for pid, entry in log.producer_state.producers.items() if entry.batches}
         job = CleaningPass(self._next_id, log, log.directory, sources, now, log.cleaner_offset,
                            cfg.delete_retention_ms, cfg.index_interval_bytes, self.settings.map_capacity,
-                           producers)
+                           cfg.segment_bytes, cfg.segment_index_bytes, producers)
         self._current = job
         with self._idle:
             self._in_flight += 1
@@ -410,16 +425,19 @@ class LogCleaner:
             for suffix in _FILE_SUFFIXES:
                 _move(new, suffix, os.path.join(directory, segment_file_name(new.base_offset, suffix) + SWAP_SUFFIX))
         fsync_dir(directory)
-        # Install: rename each .swap over its final name (the .log last), then switch the objects.
-        for src, new in job.cleaned:
-            old = src.segment
-            old.offset_index.close()
-            old.time_index.close()
+        # Install: the other segments of each merged group go, then each .swap is renamed over the
+        # name of its group's first segment (the .log last), then the objects are switched.
+        for group, new in job.cleaned:
+            for src in group[1:]:
+                src.segment.delete()  # unlinks its files; its .log stays open for in-flight reads
+            first = group[0].segment
+            first.offset_index.close()
+            first.time_index.close()
             for suffix in _FILE_SUFFIXES:
                 _move(new, suffix, os.path.join(directory, segment_file_name(new.base_offset, suffix)))
             new.directory = directory
         fsync_dir(directory)
-        job.log.replace_segments([(src.segment, new) for src, new in job.cleaned])
+        job.log.replace_segments([([src.segment for src in group], new) for group, new in job.cleaned])
 
     # ----------------------------------------------------------------- worker
     def _work(self, job: CleaningPass) -> None:
@@ -504,9 +522,31 @@ def build_offset_map(job: CleaningPass) -> OffsetMap:
     return offsets
 
 
+def group_sources(sources: list[_Source], upto: int, max_bytes: int, max_index_bytes: int) -> list[Group]:
+    """The segments below ``upto`` in groups that are cleaned into one segment each (Kafka's
+    ``groupSegmentsBySize``): consecutive, together within ``segment.bytes`` and
+    ``segment.index.bytes``, their offsets within an int32 of the first."""
+    groups: list[Group] = []
+    current: Group = []
+    size = index = 0
+    for src in sources:
+        if src.segment.base_offset >= upto:
+            break
+        if current and (size + src.size > max_bytes or index + src.index_bytes > max_index_bytes
+                        or src.next_offset - 1 - current[0].segment.base_offset > _INT32_MAX):
+            groups.append(current)
+            current, size, index = [], 0, 0
+        current.append(src)
+        size += src.size
+        index += src.index_bytes
+    if current:
+        groups.append(current)
+    return groups
+
+
 def clean(job: CleaningPass) -> None:
-    """Build the key map, then filter every captured segment below ``job.upto``, writing a cleaned
-    copy of each one that changes (see module doc).
+    """Build the key map, then filter every captured segment below ``job.upto`` group by group,
+    writing a cleaned copy of each group that changes or merges several segments (see module doc).
 
     Runs on the worker thread; touches only the job's private descriptors and its work directory.
     """
@@ -514,43 +554,48 @@ def clean(job: CleaningPass) -> None:
         return
     offsets = build_offset_map(job)  # empty when nothing is dirty (a pass for expired tombstones)
     os.mkdir(job.work_dir)  # not makedirs: never recreate the directory of a deleted partition
-    for src in job.sources:
-        if src.segment.base_offset >= job.upto:
-            break
-        new = _clean_segment(job, src, offsets)
+    for group in group_sources(job.sources, job.upto, job.segment_bytes, job.segment_index_bytes):
+        new = _clean_group(job, group, offsets)
         if new is None:
             continue
-        new.next_offset = src.next_offset  # offsets stay: the range ends where the old one did
-        job.cleaned.append((src, new))
+        new.next_offset = group[-1].next_offset  # offsets stay: the range ends where the old one did
+        job.cleaned.append((group, new))
         new.seal()
         new.fsync()
-        job.reclaimed_bytes += src.size - new.size
+        job.reclaimed_bytes += sum(src.size for src in group) - new.size
 
 
-def _clean_segment(job: CleaningPass, src: _Source, offsets: OffsetMap) -> Segment | None:
-    """The cleaned copy of one segment, or None when every batch stays as it is (nothing written)."""
+def _clean_group(job: CleaningPass, group: Group, offsets: OffsetMap) -> Segment | None:
+    """The cleaned copy of a group of segments, or None for a single segment whose every batch
+    stays as it is (nothing is written then; several segments are always merged)."""
     new: Segment | None = None
+    if len(group) > 1:
+        new = Segment(job.work_dir, group[0].segment.base_offset, index_interval_bytes=job.index_interval_bytes)
     unchanged: list[tuple[BatchHeader, int]] = []  # batches kept as they are, before the first change
-    pos = 0
+    src = group[0]
     try:
-        for hdr, data in read_batches(src.fd, src.size, job.cancelled):
-            outcome = filter_batch(job, hdr, data, offsets)
-            if outcome is None:  # kept as it is
-                if new is None:
-                    unchanged.append((hdr, pos))
+        for src in group:
+            pos = 0
+            for hdr, data in read_batches(src.fd, src.size, job.cancelled):
+                outcome = filter_batch(job, hdr, data, offsets)
+                if outcome is None:  # kept as it is
+                    if new is None:
+                        unchanged.append((hdr, pos))
+                    else:
+                        new.append(data, hdr.base_offset, hdr.next_offset, hdr.max_timestamp, job.now_ms)
                 else:
-                    new.append(data, hdr.base_offset, hdr.next_offset, hdr.max_timestamp, job.now_ms)
-            else:
-                if new is None:
-                    new = Segment(job.work_dir, src.segment.base_offset, index_interval_bytes=job.index_interval_bytes)
-                    for kept, at in unchanged:  # copy what came before the first change
-                        new.append(os.pread(src.fd, kept.size, at), kept.base_offset, kept.next_offset,
-                                   kept.max_timestamp, job.now_ms)
-                    unchanged = []
-                if outcome:
-                    out_hdr = parse_batch_header(outcome, 0)
-                    new.append(outcome, out_hdr.base_offset, out_hdr.next_offset, out_hdr.max_timestamp, job.now_ms)
-            pos += hdr.size
+                    if new is None:
+                        new = Segment(job.work_dir, src.segment.base_offset,
+                                      index_interval_bytes=job.index_interval_bytes)
+                        for kept, at in unchanged:  # copy what came before the first change
+                            new.append(os.pread(src.fd, kept.size, at), kept.base_offset, kept.next_offset,
+                                       kept.max_timestamp, job.now_ms)
+                        unchanged = []
+                    if outcome:
+                        out_hdr = parse_batch_header(outcome, 0)
+                        new.append(outcome, out_hdr.base_offset, out_hdr.next_offset, out_hdr.max_timestamp,
+                                   job.now_ms)
+                pos += hdr.size
     except BaseException:
         if new is not None:
             new.close()
@@ -626,6 +671,18 @@ def read_batches(fd: int, size: int, cancelled: threading.Event | None = None
 
 
 # ------------------------------------------------------------------------------ recovery
+def _end_offset(path: str) -> int:
+    """The offset after the last batch of a (complete, fsynced) cleaned segment file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        end = -1
+        for hdr, _ in read_batches(fd, os.fstat(fd).st_size):
+            end = hdr.next_offset
+        return end
+    finally:
+        os.close(fd)
+
+
 def recover_interrupted_swaps(directory: str) -> list[int]:
     """Finish or discard what a crash left of a pass in ``directory``; returns the base offsets
     of the segments whose committed swap was finished here.  Called when the log opens."""
@@ -642,6 +699,12 @@ def recover_interrupted_swaps(directory: str) -> list[int]:
         stem = name[: -len(".log" + SWAP_SUFFIX)]
         if not stem.isdigit():
             continue
+        # a merged segment replaces the segments whose offsets it covers: any still here go first
+        base, end = int(stem), _end_offset(os.path.join(directory, name))
+        for other in names:
+            other_stem, _, suffix = other.partition(".")
+            if other_stem.isdigit() and base < int(other_stem) < end and "." + suffix in _FILE_SUFFIXES:
+                os.unlink(os.path.join(directory, other))
         for suffix in _FILE_SUFFIXES:
             swap = os.path.join(directory, stem + suffix + SWAP_SUFFIX)
             if os.path.exists(swap):  # a missing index .swap was already renamed into place

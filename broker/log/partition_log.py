@@ -843,14 +843,19 @@ class PartitionLog:
                 keep.append((t, seg))
         self._retired = keep
 
-    def replace_segments(self, pairs: list[tuple[Segment, Segment]]) -> None:
-        """Use compacted copies (same base offsets, files already in place) instead of sealed
-        segments.  The old ones are retired: their ``.log`` file stays open for in-flight reads,
-        and they must never unlink anything (their names now belong to the new files)."""
-        position = {id(seg): i for i, seg in enumerate(self._segments)}
-        for old, new in pairs:
-            self._segments[position[id(old)]] = new
-            self._retired.append((self.clock(), old))
+    def replace_segments(self, groups: list[tuple[list[Segment], Segment]]) -> None:
+        """Use compacted copies instead of sealed segments: each new segment (files already in place,
+        the base offset of the first) replaces a run of consecutive old ones.  The old ones are
+        retired: their ``.log`` file stays open for in-flight reads, and they must never unlink
+        anything (their names now belong to the new files, or were unlinked by the cleaner)."""
+        now = self.clock()
+        for olds, new in groups:
+            i = next(n for n, seg in enumerate(self._segments) if seg is olds[0])
+            if [id(s) for s in self._segments[i:i + len(olds)]] != [id(s) for s in olds]:
+                raise ValueError(f"{self.name}: replaced segments are not consecutive")
+            self._segments[i:i + len(olds)] = [new]
+            self._bases[i:i + len(olds)] = [new.base_offset]
+            self._retired.extend((now, old) for old in olds)
 
     # ================================================================= flush
     @property

@@ -397,3 +397,97 @@ def test_recovery_finishes_a_committed_swap_and_drops_an_uncommitted_one(tmp_pat
         assert got[uncommitted.base_offset] == old[uncommitted.base_offset]
         for hdr, data in batches(log2):
             assert log2.read_bytes(hdr.base_offset, 1).startswith(data)
+
+
+# ------------------------------------------------------------------------ merged segments
+def _records_by_offset(log: PartitionLog) -> dict[int, tuple[bytes | None, bytes | None]]:
+    return {r.offset: (r.key, r.value) for _, data in batches(log) for r in decode_batch(data)[1]}
+
+
+def _merging_manager(root: Path, clock: FakeClock, executor: Any = None) -> tuple[LogManager, PartitionLog]:
+    """Many small sealed segments, then a larger segment.bytes: a pass merges them in groups."""
+    lm, log = compacted_manager(root, clock, executor)
+    lm.set_topic_configs(TOPIC, {**CONFIGS, "segment.bytes": "6000"})
+    return lm, log
+
+
+def test_small_segments_are_merged_into_groups_within_segment_bytes(tmp_path):
+    clock = FakeClock(T0)
+    lm, log = _merging_manager(tmp_path, clock)
+    with lm:
+        before = log.segments
+        sealed_end = before[-2].next_offset
+        expected = {o: kv for o, kv in _records_by_offset(log).items()}
+        lm.maintenance()
+        assert lm.cleaner.wait_idle(30)
+        lm.apply_cleaned()
+        after = log.segments
+        assert len(after) < len(before) / 2
+        assert all(s.size <= 6000 for s in after)
+        assert [s.base_offset for s in after] == sorted({s.base_offset for s in after})
+        got = _records_by_offset(log)
+        assert set(got) <= set(expected) and all(expected[o] == kv for o, kv in got.items())
+        assert sorted(n for n in os.listdir(log.directory) if n.endswith(".log")) == \
+            [cleaner.segment_file_name(s.base_offset, ".log") for s in after]
+        latest = {}
+        for o in sorted(expected):
+            if o < sealed_end and expected[o][0] is not None:
+                latest[expected[o][0]] = o
+        assert all(o in got for o in latest.values())  # the latest record of every key survives
+    with open_manager(tmp_path, clock) as lm2:
+        assert _records_by_offset(lm2.get_log(TOPIC, 0)) == got
+
+
+def test_a_crash_at_any_point_of_a_merging_swap_recovers_to_a_consistent_log(tmp_path, monkeypatch):
+    clock = FakeClock(T0)
+    lm, log = _merging_manager(tmp_path / "reference", clock)
+    with lm:
+        old = _records_by_offset(log)
+        lm.maintenance()
+        assert lm.cleaner.wait_idle(30)
+        groups = lm.cleaner._done[0].cleaned
+        assert any(len(group) > 1 for group, _ in groups)
+        moves = 2 * 3 * len(groups)
+        lm.apply_cleaned()
+        new = _records_by_offset(log)
+    real_move = cleaner._move
+    for crash_at in range(0, moves + 1, 2):
+        root = tmp_path / f"crash-{crash_at}"
+        clock = FakeClock(T0)
+        executor = ManualExecutor()
+        lm, log = _merging_manager(root, clock, executor)
+        leo = log.log_end_offset
+        lm.maintenance()
+        job = lm.cleaner.current
+        executor.run_in_thread()
+        count = [0]
+
+        def move(*args: Any, _at: int = crash_at, _count: list[int] = count) -> None:
+            if _count[0] == _at:
+                raise Crash
+            _count[0] += 1
+            real_move(*args)
+
+        monkeypatch.setattr(cleaner, "_move", move)
+        if crash_at < moves:
+            with pytest.raises(Crash):
+                lm.apply_cleaned()
+        else:
+            lm.apply_cleaned()
+        monkeypatch.setattr(cleaner, "_move", real_move)
+        crash(lm, *[seg for _, seg in job.cleaned])
+
+        with open_manager(root, clock) as lm2:
+            log2 = lm2.get_log(TOPIC, 0)
+            assert leftovers(log2.directory) == [], crash_at
+            assert log2.log_end_offset == leo
+            got = _records_by_offset(log2)
+            # every record is one the log had, at its offset; everything the pass keeps is there
+            assert set(new) <= set(got) <= set(old), crash_at
+            assert all(old[o] == kv for o, kv in got.items()), crash_at
+            offsets = [h.base_offset for h, _ in batches(log2)]
+            assert offsets == sorted(set(offsets)), crash_at  # no segment overlaps another
+            if crash_at == moves:
+                assert got == new
+            for hdr, data in batches(log2):
+                assert log2.read_bytes(hdr.base_offset, 1).startswith(data), crash_at

@@ -169,12 +169,13 @@ class Admin:
             out[(kind, r.resource_name)] = {c.name: c.value for c in r.configs}
         return out
 
-    async def _config_node(self, kind: str, name: str) -> int | None:
-        """Where a config request about this resource goes: a broker's own configs to that broker."""
+    async def _config_request(self, kind: str, name: str, api_key: int, body: dict[str, Any]) -> Any:
+        """A config request about one resource: a broker's own configs go to that broker, the rest to any."""
         if kind in ("broker", "broker-logger") and name:
             await self.net.refresh_metadata()
-            return int(name)
-        return None
+            return await self.net.send(int(name), api_key, body)
+        _, resp = await self.net.send_any(api_key, body)
+        return resp
 
     async def describe_config_entries(self, kind: str, name: str,
                                       keys: Iterable[str] | None = None) -> list[ConfigEntry]:
@@ -183,12 +184,7 @@ class Admin:
         body = {"resources": [{"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
                                "configuration_keys": list(keys) if keys is not None else None}],
                 "include_synonyms": True, "include_documentation": False}
-        node = await self._config_node(kind, name)
-        if node is None:
-            _, resp = await self.net.send_any(ApiKey.DESCRIBE_CONFIGS, body)
-        else:
-            resp = await self.net.send(node, ApiKey.DESCRIBE_CONFIGS, body)
-        r = resp.results[0]
+        r = (await self._config_request(kind, name, ApiKey.DESCRIBE_CONFIGS, body)).results[0]
         if r.error_code:
             raise KafkaError(r.error_code, r.error_message or f"describe configs of {kind} {name!r}")
         return [ConfigEntry(c.name, c.value, CONFIG_SOURCES.get(c.get("config_source", 0), "UNKNOWN"),
@@ -204,12 +200,7 @@ class Admin:
                                "configs": [{"name": key, "config_operation": CONFIG_OPS[op], "value": value}
                                            for op, key, value in ops]}],
                 "validate_only": validate_only}
-        node = await self._config_node(kind, name)
-        if node is None:
-            _, resp = await self.net.send_any(ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
-        else:
-            resp = await self.net.send(node, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
-        r = resp.responses[0]
+        r = (await self._config_request(kind, name, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)).responses[0]
         if r.error_code:
             raise KafkaError(r.error_code, r.error_message or f"alter configs of {kind} {name!r}")
 

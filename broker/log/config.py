@@ -56,42 +56,32 @@ ZSTD_LEVELS, ZSTD_DEFAULT_LEVEL = (-131072, 22), 3
 Parser = Callable[[str, str], object]
 
 
-def _integer(lo: int, hi: int, kind: str) -> Parser:
-    def parse(name: str, value: str) -> int:
+def _number(cast: Callable[[str], float], lo: float, hi: float, kind: str) -> Parser:
+    """A number of ConfigDef type ``kind`` (LONG, INT, DOUBLE) within ``[lo, hi]``."""
+    def parse(name: str, value: str) -> float:
         try:
-            v = int(str(value).strip())
+            v = cast(str(value).strip())
         except ValueError:
             raise InvalidConfigError(f"Invalid value {value} for configuration {name}: Not a number of type "
                                      f"{kind}") from None
-        if not lo <= v <= hi:
-            raise InvalidConfigError(f"Invalid value {v} for configuration {name}: Value must be in "
-                                     f"[{lo}, {hi}]" if hi < LONG_MAX else
-                                     f"Invalid value {v} for configuration {name}: Value must be at least {lo}")
+        if not lo <= v <= hi:  # also refuses nan
+            bound = f"be in [{lo}, {hi}]" if hi < LONG_MAX else f"be at least {lo}"
+            raise InvalidConfigError(f"Invalid value {v} for configuration {name}: Value must {bound}")
         return v
 
     return parse
 
 
 def _long(lo: int = LONG_MIN, hi: int = LONG_MAX) -> Parser:
-    return _integer(lo, hi, "LONG")
+    return _number(int, lo, hi, "LONG")
 
 
 def _int(lo: int = INT_MIN, hi: int = INT_MAX) -> Parser:
-    return _integer(lo, hi, "INT")
+    return _number(int, lo, hi, "INT")
 
 
 def _double(lo: float, hi: float) -> Parser:
-    def parse(name: str, value: str) -> float:
-        try:
-            v = float(str(value).strip())
-        except ValueError:
-            raise InvalidConfigError(f"Invalid value {value} for configuration {name}: Not a number of type "
-                                     f"DOUBLE") from None
-        if not lo <= v <= hi:  # also refuses nan
-            raise InvalidConfigError(f"Invalid value {v} for configuration {name}: Value must be in [{lo}, {hi}]")
-        return v
-
-    return parse
+    return _number(float, lo, hi, "DOUBLE")
 
 
 def _boolean(name: str, value: str) -> bool:

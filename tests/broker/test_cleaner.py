@@ -302,49 +302,61 @@ def _segment_bytes(log: PartitionLog) -> dict[int, bytes]:
     return {seg.base_offset: os.pread(seg.fd, seg.size, 0) for seg in log.segments}
 
 
-def _cleaned_reference(tmp_path: Path) -> tuple[dict[int, bytes], dict[int, bytes], int]:
-    """(segment bytes before, after a complete pass, number of file moves the swap makes)."""
+def _cleaned_reference(tmp_path: Path) -> tuple[dict[int, bytes], dict[int, bytes], int, int]:
+    """(segment bytes before, after a complete pass, number of file moves the swap makes, the base
+    offset of the first cleaned segment)."""
     clock = FakeClock(T0)
     lm, log = compacted_manager(tmp_path, clock)
     with lm:
         old = _segment_bytes(log)
         lm.maintenance()
         assert lm.cleaner.wait_idle(30)
-        moves = 2 * 3 * len(lm.cleaner._done[0].cleaned)
+        cleaned = lm.cleaner._done[0].cleaned
+        moves = 2 * 3 * len(cleaned)
         lm.apply_cleaned()
-        return old, _segment_bytes(log), moves
+        return old, _segment_bytes(log), moves, cleaned[0][1].base_offset
 
 
-def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path, monkeypatch):
-    old, new, moves = _cleaned_reference(tmp_path / "reference")
-    assert moves >= 6
+def _crash_in_swap(root: Path, make: Callable[..., tuple[LogManager, PartitionLog]], crash_at: int, moves: int,
+                   monkeypatch: pytest.MonkeyPatch) -> int:
+    """Run a pass whose swap crashes after ``crash_at`` file moves (none when ``crash_at == moves``),
+    then drop the manager as a killed process would; returns the log end offset before."""
+    clock = FakeClock(T0)
+    executor = ManualExecutor()
+    lm, log = make(root, clock, executor)
+    leo = log.log_end_offset
+    lm.maintenance()
+    job = lm.cleaner.current
+    executor.run_in_thread()
     real_move = cleaner._move
-    for crash_at in range(moves + 1):
-        root = tmp_path / f"crash-{crash_at}"
-        clock = FakeClock(T0)
-        executor = ManualExecutor()
-        lm, log = compacted_manager(root, clock, executor)
-        leo = log.log_end_offset
-        lm.maintenance()
-        job = lm.cleaner.current
-        executor.run_in_thread()
-        count = [0]
+    count = [0]
 
-        def move(*args: Any, _at: int = crash_at, _count: list[int] = count) -> None:
-            if _count[0] == _at:
-                raise Crash
-            _count[0] += 1
-            real_move(*args)
+    def move(*args: Any) -> None:
+        if count[0] == crash_at:
+            raise Crash
+        count[0] += 1
+        real_move(*args)
 
-        monkeypatch.setattr(cleaner, "_move", move)
+    monkeypatch.setattr(cleaner, "_move", move)
+    try:
         if crash_at < moves:
             with pytest.raises(Crash):
                 lm.apply_cleaned()
         else:
             lm.apply_cleaned()  # the crash comes after the swap
+    finally:
         monkeypatch.setattr(cleaner, "_move", real_move)
-        crash(lm, *[seg for _, seg in job.cleaned])
+    crash(lm, *[seg for _, seg in job.cleaned])
+    return leo
 
+
+def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path, monkeypatch):
+    old, new, moves, first = _cleaned_reference(tmp_path / "reference")
+    assert moves >= 6
+    for crash_at in range(moves + 1):
+        root = tmp_path / f"crash-{crash_at}"
+        leo = _crash_in_swap(root, compacted_manager, crash_at, moves, monkeypatch)
+        clock = FakeClock(T0)
         with open_manager(root, clock) as lm2:
             log2 = lm2.get_log(TOPIC, 0)
             assert leftovers(log2.directory) == [], crash_at
@@ -354,7 +366,6 @@ def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path,
             for base, data in got.items():
                 assert data in (old[base], new[base]), (crash_at, base)
             if crash_at >= 3:  # the first cleaned segment's .log.swap was in place: committed
-                first = job.cleaned[0][1].base_offset
                 assert got[first] == new[first]
             if crash_at == moves:
                 assert got == new
@@ -450,34 +461,10 @@ def test_a_crash_at_any_point_of_a_merging_swap_recovers_to_a_consistent_log(tmp
         moves = 2 * 3 * len(groups)
         lm.apply_cleaned()
         new = _records_by_offset(log)
-    real_move = cleaner._move
     for crash_at in range(0, moves + 1, 2):
         root = tmp_path / f"crash-{crash_at}"
-        clock = FakeClock(T0)
-        executor = ManualExecutor()
-        lm, log = _merging_manager(root, clock, executor)
-        leo = log.log_end_offset
-        lm.maintenance()
-        job = lm.cleaner.current
-        executor.run_in_thread()
-        count = [0]
-
-        def move(*args: Any, _at: int = crash_at, _count: list[int] = count) -> None:
-            if _count[0] == _at:
-                raise Crash
-            _count[0] += 1
-            real_move(*args)
-
-        monkeypatch.setattr(cleaner, "_move", move)
-        if crash_at < moves:
-            with pytest.raises(Crash):
-                lm.apply_cleaned()
-        else:
-            lm.apply_cleaned()
-        monkeypatch.setattr(cleaner, "_move", real_move)
-        crash(lm, *[seg for _, seg in job.cleaned])
-
-        with open_manager(root, clock) as lm2:
+        leo = _crash_in_swap(root, _merging_manager, crash_at, moves, monkeypatch)
+        with open_manager(root, FakeClock(T0)) as lm2:
             log2 = lm2.get_log(TOPIC, 0)
             assert leftovers(log2.directory) == [], crash_at
             assert log2.log_end_offset == leo

@@ -122,7 +122,7 @@ class TopicAdmin:
 
     async def create(self, record: TopicRecord, timeout_s: float) -> None:
         """Write a planned topic; wait (up to ``timeout_s``) for its partitions to have leaders."""
-        created = await self.write_with_retry(lambda: self.metadata.create_topic(record), timeout_s)
+        created = await self._write(lambda: self.metadata.create_topic(record), timeout_s)
         if not created and not await self._is_ours(record):
             raise TopicError(E.TOPIC_ALREADY_EXISTS, f"Topic '{record.name}' already exists.")
         shown = [list(r) for r in record.assignment[:8]]
@@ -235,6 +235,10 @@ class TopicAdmin:
         return current is not None and TopicRecord.decode(current.value).topic_id == record.topic_id
 
     async def write_with_retry(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Another admin write to the metadata store (dynamic broker configs), retried as topic writes are."""
+        return await self._write(write, timeout_s)
+
+    async def _write(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
         """A metadata-store write, retried while the store is unreachable (within ``timeout_s``).
 
         A write that failed to reach the store may still have been applied; callers' writes are

@@ -180,7 +180,7 @@ class ConfigAdmin:
                 layer = self.dynamic.validate(layer, per_broker=target is not None)
             except DynamicConfigError as exc:
                 raise ConfigChangeError(exc.code, exc.message) from None
-            if validate_only:
+            if validate_only or layer == current:
                 return
             try:
                 written = await self.topics.write_with_retry(

@@ -33,6 +33,7 @@ from broker.dynamic_config import (
     unit_synonyms,
 )
 from broker.log.config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS
+from broker.logging_setup import looks_secret
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -159,10 +160,12 @@ def describe_resource(view: ConfigView, resource: Any, include_synonyms: bool, i
     for key, (value, source, synonyms) in entries.items():
         if keys is not None and key not in keys:
             continue
+        sensitive = rtype == BROKER and looks_secret(key)  # reported without its value, as Kafka does
         result["configs"].append({
-            "name": key, "value": value, "read_only": read_only and not is_dynamic(key),
-            "config_source": source, "is_sensitive": False,
-            "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in synonyms] if include_synonyms else [],
+            "name": key, "value": None if sensitive else value, "read_only": read_only and not is_dynamic(key),
+            "config_source": source, "is_sensitive": sensitive,
+            "synonyms": [{"name": n, "value": None if sensitive else v, "source": s} for n, v, s in synonyms]
+            if include_synonyms else [],
             "config_type": STRING if rtype == BROKER_LOGGER else config_type(key),
             "documentation": None,
         })

@@ -427,8 +427,7 @@ class ReplicaManager:
                                            f"the server will accept ({config.max_message_bytes} bytes).")
             inflate = self.config.message_max_decompressed_bytes
             batch = recompress_for_topic(records, header, config.compression_type, max_decompressed_size=inflate,
-                                         level=compression_level(config, target_codec(config.compression_type)
-                                                                 or header.compression))
+                                         level=compression_level(config, target_codec(config.compression_type)))
             check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
             try:
                 result = plog.append(bytearray(batch))

@@ -66,10 +66,15 @@ def recompress(batch: bytes | bytearray | memoryview, codec: int, *, max_decompr
     )
 
 
-def compression_level(config: LogConfig, codec: int) -> int | None:
+def compression_level(config: LogConfig, codec: int | None) -> int | None:
     """The topic's ``compression.<codec>.level`` for ``codec`` (None: the codec has no levels)."""
-    return {GZIP: config.compression_gzip_level, LZ4: config.compression_lz4_level,
-            ZSTD: config.compression_zstd_level}.get(codec)
+    if codec == GZIP:
+        return config.compression_gzip_level
+    if codec == LZ4:
+        return config.compression_lz4_level
+    if codec == ZSTD:
+        return config.compression_zstd_level
+    return None
 
 
 def recompress_for_topic(batch: bytes, header: BatchHeader, compression_type: str, *,

@@ -11,12 +11,15 @@ coordinator service.  Encoding, ordering and transmission belong to
 from __future__ import annotations
 
 import logging
+import os
 import re
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.kv import KVError
+from broker.describe_configs import ConfigView, describe_resource
 from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
 from broker.log.errors import InvalidTopicError
 from broker.log.manager import validate_topic_name
@@ -28,6 +31,7 @@ from protocol.api import (
     decode_request_body,
     decode_request_header,
     encode_response_parts,
+    peek_header,
 )
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
@@ -36,6 +40,8 @@ from protocol.primitives import Obj
 if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
     from broker.config import BrokerConfig
+    from broker.config_admin import ConfigAdmin
+    from broker.dynamic_config import DynamicBrokerConfig
     from broker.faults import FaultInjector
     from broker.group_service import GroupService
     from broker.log.manager import LogManager
@@ -96,12 +102,14 @@ class KafkaApis:
 
     It is given exactly the collaborators it uses: the replica manager (produce, fetch, offsets),
     the group service, topic administration, the metadata image (Metadata, FindCoordinator,
-    DescribeCluster), producer ids, and the log manager (config validation and description).
+    DescribeCluster), producer ids, the log manager (config validation and description, log
+    directories), the dynamic broker configuration and the config admin (the config APIs).
     """
 
     def __init__(self, *, config: BrokerConfig, metrics: BrokerMetrics, faults: FaultInjector,
                  replica: ReplicaManager, groups: GroupService, topics: TopicAdmin, metadata: MetadataService,
-                 producer_ids: ProducerIdManager, logs: LogManager, listener: str = "PLAINTEXT") -> None:
+                 producer_ids: ProducerIdManager, logs: LogManager, dynamic: DynamicBrokerConfig,
+                 configs: ConfigAdmin, listener: str = "PLAINTEXT") -> None:
         self.config = config
         self.metrics = metrics
         self.faults = faults
@@ -112,6 +120,8 @@ class KafkaApis:
         self.image = metadata.image
         self.producer_ids = producer_ids
         self.logs = logs
+        self.dynamic = dynamic
+        self.configs = configs
         self.listener = listener
         self.handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.api_versions,
@@ -125,6 +135,9 @@ class KafkaApis:
             ApiKey.DELETE_TOPICS: self.delete_topics,
             ApiKey.CREATE_PARTITIONS: self.create_partitions,
             ApiKey.DESCRIBE_CONFIGS: self.describe_configs,
+            ApiKey.ALTER_CONFIGS: self.alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
+            ApiKey.DESCRIBE_LOG_DIRS: self.describe_log_dirs,
             ApiKey.DESCRIBE_CLUSTER: self.describe_cluster,
             ApiKey.ELECT_LEADERS: self.elect_leaders,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
@@ -153,15 +166,18 @@ class KafkaApis:
 
     def handle(self, conn: KafkaConnection, frame: bytes) -> Any:
         """Decode one request frame and run its handler; returns response parts or an awaitable."""
-        header = decode_request_header(frame)
-        ctx = RequestContext(conn, header)
-        key, version = header.api_key, header.api_version
+        key, version, correlation_id = peek_header(frame)
         api = APIS.get(key)
         if key == ApiKey.API_VERSIONS and (api is None or version > api.max_version):
-            # KIP-511: answer an ApiVersions we cannot parse with a v0 body naming our range.
+            # KIP-511: answer an ApiVersions we cannot parse with a v0 body naming our range.  Nothing
+            # after the correlation id is read: a client may encode a newer version's header either
+            # way (with or without tagged fields), and the answer needs neither it nor the body.
+            ctx = RequestContext(conn, RequestHeaderData(key, version, correlation_id, None, len(frame)))
             body = Obj(error_code=E.UNSUPPORTED_VERSION, api_keys=[
                 e for e in self._api_versions_entries if e["api_key"] == ApiKey.API_VERSIONS])
             return self._respond(ctx, body, version_override=0)
+        header = decode_request_header(frame)
+        ctx = RequestContext(conn, header)
         handler = self.handlers.get(key)
         if api is None or handler is None:
             self.metrics.request_error(f"Unknown{key}", E.UNSUPPORTED_VERSION)
@@ -503,12 +519,43 @@ class KafkaApis:
         return Obj(throttle_time_ms=0, results=results)
 
     def describe_configs(self, ctx: RequestContext, req: Obj) -> Obj:
-        from broker.describe_configs import ConfigView, describe_resource
-
-        view = ConfigView(self.config, self.logs, self.image, self.listener)
+        view = ConfigView(self.config, self.dynamic, self.logs, self.image, self.listener)
         results = [describe_resource(view, r, req.include_synonyms, req.include_documentation)
                    for r in req.resources]
         return Obj(throttle_time_ms=0, results=results)
+
+    def alter_configs(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._alter_configs(req, incremental=False)
+
+    def incremental_alter_configs(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._alter_configs(req, incremental=True)
+
+    async def _alter_configs(self, req: Obj, *, incremental: bool) -> Obj:
+        responses = await self.configs.alter(list(req.resources), req.validate_only, incremental=incremental)
+        return Obj(throttle_time_ms=0, responses=responses)
+
+    def describe_log_dirs(self, ctx: RequestContext, req: Obj) -> Obj:
+        """DescribeLogDirs: the one data directory, its partitions' sizes, and (v4) its disk space."""
+        logs = self.logs
+        wanted = None if req.topics is None else {(t.topic, p) for t in req.topics for p in t.partitions}
+        topics: dict[str, list[dict[str, Any]]] = {}
+        if not logs.offline:
+            for (topic, partition), plog in sorted(logs.hosted().items()):
+                if wanted is not None and (topic, partition) not in wanted:
+                    continue
+                topics.setdefault(topic, []).append({
+                    "partition_index": partition, "partition_size": plog.size_bytes,
+                    "offset_lag": max(0, plog.high_watermark - plog.log_end_offset), "is_future_key": False})
+        try:
+            usage = shutil.disk_usage(logs.data_dir)
+            total, usable = usage.total, usage.free
+        except OSError:
+            total = usable = -1
+        result = {"error_code": E.KAFKA_STORAGE_ERROR if logs.offline else 0,
+                  "log_dir": os.path.abspath(logs.data_dir),
+                  "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+                  "total_bytes": total, "usable_bytes": usable}
+        return Obj(throttle_time_ms=0, error_code=0, results=[result])
 
 
 def error_response(api_key: int, version: int, request: Obj, code: int) -> Obj:

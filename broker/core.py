@@ -40,7 +40,9 @@ from broker.cluster.records import (
     topic_key,
 )
 from broker.config import BrokerConfig
+from broker.dynamic_config import DynamicBrokerConfig, broker_log_defaults
 from broker.faults import FaultInjector
+from broker.log.cleaner import CleanerSettings
 from broker.log.dir_failure import LogDirFailure
 from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
@@ -50,26 +52,13 @@ from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker")
 
-__all__ = ["EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults"]
+__all__ = ["EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults", "cleaner_settings"]
 
 EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
 
 
-def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
-    """Broker-level ``log.*`` settings, as the topic-config defaults they are."""
-    defaults = {
-        "retention.ms": str(config.log_retention_ms),
-        "retention.bytes": str(config.log_retention_bytes),
-        "segment.bytes": str(config.log_segment_bytes),
-        "segment.ms": str(config.log_roll_ms),
-        "max.message.bytes": str(config.message_max_bytes),
-        "message.timestamp.type": config.log_message_timestamp_type,
-        "flush.messages": str(config.log_flush_interval_messages),
-        "min.insync.replicas": str(config.min_insync_replicas),
-    }
-    if config.log_flush_interval_ms is not None:
-        defaults["flush.ms"] = str(config.log_flush_interval_ms)
-    return defaults
+def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
+    return CleanerSettings(dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
 
 
 class BrokerCore:
@@ -78,6 +67,8 @@ class BrokerCore:
 
     def __init__(self, config: BrokerConfig, *, kv: MetadataKV | None = None) -> None:
         self.config = config
+        #: the dynamic broker configs over the static ones; applies them to ``config`` in place
+        self.dynamic = DynamicBrokerConfig(config, config)
         self._kv_override = kv
         self.metrics = BrokerMetrics()
         self.faults = FaultInjector()
@@ -93,6 +84,7 @@ class BrokerCore:
     # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
         from broker.apis import KafkaApis
+        from broker.config_admin import ConfigAdmin
         from broker.group_service import GroupService
         from broker.producer_ids import ProducerIdManager
         from broker.replica_manager import ReplicaManager
@@ -103,7 +95,8 @@ class BrokerCore:
         data = config.data_path
         data.mkdir(parents=True, exist_ok=True)
         self.timer = WheelTimer(asyncio.get_running_loop())
-        self.logs = LogManager(data, default_configs=broker_log_defaults(config))
+        self.logs = LogManager(data, default_configs=broker_log_defaults(config),
+                               cleaner_settings=cleaner_settings(config))
         self.logs.dir_failure.add_listener(self._on_log_dir_failure)
         try:
             meta = self._check_meta()
@@ -149,6 +142,7 @@ class BrokerCore:
 
             self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
                                               timer=self.timer, partition_count=partition_count)
+            self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
             self.metadata.subscribe(self.replica_manager.on_metadata)
             self.metadata.subscribe(self._on_metadata)
             await self.metadata.start()
@@ -157,7 +151,11 @@ class BrokerCore:
             self.producer_ids = ProducerIdManager(self.metadata)
             self.apis = KafkaApis(config=config, metrics=self.metrics, faults=self.faults,
                                   replica=self.replica_manager, groups=self.group_service, topics=self.topics,
-                                  metadata=self.metadata, producer_ids=self.producer_ids, logs=self.logs)
+                                  metadata=self.metadata, producer_ids=self.producer_ids, logs=self.logs,
+                                  dynamic=self.dynamic,
+                                  configs=ConfigAdmin(topics=self.topics, metadata=self.metadata,
+                                                      dynamic=self.dynamic, logs=self.logs,
+                                                      node_id=config.node_id))
             self.server.apis = self.apis
             self.replica_manager.start()
             await self._prepare_coordinators()
@@ -298,6 +296,16 @@ class BrokerCore:
         metadata = getattr(self, "metadata", None)
         return metadata.cluster_id if metadata is not None else ""
 
+    def _on_dynamic_configs(self, delta: Any, image: Any) -> None:
+        """Dynamic broker configs changed in the image: update the live settings and what derives
+        from them (the logs' topic defaults, the cleaner's settings)."""
+        node = self.config.node_id
+        if not (delta.full or None in delta.broker_configs_changed or node in delta.broker_configs_changed):
+            return
+        if self.dynamic.update(image.broker_config(None), image.broker_config(node)):
+            self.logs.set_default_configs(broker_log_defaults(self.config))
+            self.logs.cleaner.settings = cleaner_settings(self.config)
+
     def _on_metadata(self, delta: Any, image: Any) -> None:
         if delta.topics_deleted or delta.full:
             self.metrics.topics_changed()
@@ -381,18 +389,23 @@ class BrokerCore:
     async def _maintenance_loop(self) -> None:
         """Flush rounds, compaction swaps and (every retention check interval) log maintenance,
         until the data directory goes offline."""
-        interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
         loop = asyncio.get_running_loop()
         retention_every = self.config.log_retention_check_interval_ms / 1000
         next_retention = time.monotonic() + retention_every
+        next_cleaning = time.monotonic()
         while not self.logs.offline:
-            await asyncio.sleep(interval)
+            # the flush interval may change (a dynamic config): read it each round
+            await asyncio.sleep(max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000)))
             try:
                 await self._flush_due_logs(loop)
                 self.logs.apply_cleaned()
-                if time.monotonic() >= next_retention:
-                    next_retention = time.monotonic() + retention_every
+                now = time.monotonic()
+                if now >= next_retention:
+                    next_retention = now + retention_every
                     self.logs.maintenance(flush=False)  # flushing is _flush_due_logs' job, off the loop
+                if now >= next_cleaning:
+                    next_cleaning = now + self.config.log_cleaner_backoff_ms / 1000
+                    self.logs.request_cleaning()
             except KafkaStorageError:
                 if self.logs.offline:
                     return  # _on_log_dir_failure has said so and is stopping the broker
@@ -428,3 +441,4 @@ class BrokerCore:
                 failed = failed or exc
         if failed is not None:
             raise failed
+        logs.request_cleaning(plog for plog, _ in tickets)  # newly durable data may be cleanable

@@ -37,8 +37,14 @@ from broker.cluster.image import MetadataDelta, MetadataImage
 from broker.cluster.kv import KVError
 from broker.cluster.records import PartitionRecord
 from broker.internal_topics import is_internal_topic
-from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
-from broker.log.recompress import recompress_for_topic
+from broker.log.errors import (
+    InvalidTimestampError,
+    LogError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
+from broker.log.recompress import compression_level, recompress_for_topic, target_codec
+from broker.log.validation import RecordValidationError, check_keys, with_timestamp_errors
 from broker.partition import Partition
 from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from broker.server import FileRegion, release_parts
@@ -414,11 +420,25 @@ class ReplicaManager:
                 return self._produce_error(partition, E.NOT_ENOUGH_REPLICAS,
                                            f"The size of the current ISR {list(p.isr)} is insufficient to satisfy "
                                            f"the min.isr requirement of {min_isr} for partition {topic}-{partition}")
-            batch = recompress_for_topic(records, header, plog.config.compression_type,
-                                         max_decompressed_size=self.config.message_max_decompressed_bytes)
-            result = plog.append(bytearray(batch))
+            config = plog.config
+            if header.size > config.max_message_bytes:  # as produced (the append checks what is stored)
+                return self._produce_error(partition, E.MESSAGE_TOO_LARGE,
+                                           f"The request included a message larger than the max message size "
+                                           f"the server will accept ({config.max_message_bytes} bytes).")
+            inflate = self.config.message_max_decompressed_bytes
+            batch = recompress_for_topic(records, header, config.compression_type, max_decompressed_size=inflate,
+                                         level=compression_level(config, target_codec(config.compression_type)))
+            check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
+            try:
+                result = plog.append(bytearray(batch))
+            except InvalidTimestampError as exc:
+                raise with_timestamp_errors(exc, batch, config, plog.clock(), max_decompressed_size=inflate) from None
         except LogError as exc:
-            return self._produce_error(partition, exc.error_code, exc.detail or None)
+            entry = self._produce_error(partition, exc.error_code, exc.detail or None)
+            if isinstance(exc, RecordValidationError):
+                entry["record_errors"] = [{"batch_index": i, "batch_index_error_message": m}
+                                          for i, m in exc.record_errors]
+            return entry
         self.metrics.bytes_in(topic, len(records), header.records_count)
         self._after_leader_append(p)
         entry = {"index": partition, "error_code": 0, "base_offset": result.base_offset,

@@ -184,19 +184,23 @@ class TopicAdmin:
                                     racks={b: self.image.brokers[b].rack for b in live})
         return TopicRecord(name, t.topic_id, (*t.record.assignment, *extra), t.configs)
 
-    async def alter_configs(self, name: str, changes: Mapping[str, str | None], *, incremental: bool = True,
-                            timeout_s: float = 5.0) -> dict[str, str]:
-        """Set (``None``: remove) config overrides of a topic; ``incremental=False`` replaces them all.
-
-        Validated like CreateTopics configs; applied by every replica once its image has the new
-        record.  Returns the new overrides.
+    async def alter_configs(self, name: str, changes: Mapping[str, str | None] | None = None, *,
+                            incremental: bool = True,
+                            update: Callable[[dict[str, str]], Mapping[str, str | None]] | None = None,
+                            validate_only: bool = False, timeout_s: float = 5.0) -> dict[str, str]:
+        """Set (``None``: remove) config overrides of a topic; ``incremental=False`` replaces them all;
+        ``update(current overrides)`` computes the new overrides instead (re-run if the topic changes
+        meanwhile).  Validated like CreateTopics configs (``validate_only``: nothing is written);
+        applied by every replica once its image has the new record.  Returns the new overrides.
         """
         for _ in range(10):
             t = self.image.topic(name)
             if t is None:
                 raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             merged: dict[str, str | None] = dict(t.configs) if incremental else {}
-            for key, value in changes.items():
+            if update is not None:
+                merged = dict(update(dict(t.configs)))
+            for key, value in (changes or {}).items():
                 if value is None:
                     merged.pop(key, None)
                 else:
@@ -205,6 +209,8 @@ class TopicAdmin:
                 overrides = self.logs.validate_configs(merged)
             except LogError as exc:
                 raise TopicError(exc.error_code, exc.detail or str(exc)) from None
+            if validate_only:
+                return overrides
             record = TopicRecord(name, t.topic_id, t.record.assignment, overrides)
             ok = await self._write(lambda r=record, rev=t.mod_revision: self.metadata.update_topic(r, rev), timeout_s)
             await self._wait_for_change(name, t.mod_revision, timeout_s)
@@ -227,6 +233,10 @@ class TopicAdmin:
         except KVError:
             return False
         return current is not None and TopicRecord.decode(current.value).topic_id == record.topic_id
+
+    async def write_with_retry(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Another admin write to the metadata store (dynamic broker configs), retried as topic writes are."""
+        return await self._write(write, timeout_s)
 
     async def _write(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
         """A metadata-store write, retried while the store is unreachable (within ``timeout_s``).

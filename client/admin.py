@@ -15,6 +15,7 @@ from client.offsets import LATEST, fetch_committed, list_offsets
 from client.types import (
     BrokerNode,
     ClusterDescription,
+    ConfigEntry,
     GroupDescription,
     GroupListing,
     MemberDescription,
@@ -28,6 +29,14 @@ from protocol.timer_service import WheelTimer
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+#: resource kinds of the config APIs, by name
+RESOURCE_TYPES = {"topic": RESOURCE_TOPIC, "broker": RESOURCE_BROKER, "broker-logger": 8}
+#: Kafka's ConfigSource ids, by name
+CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                  3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+                  6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
+#: IncrementalAlterConfigs operations, by name
+CONFIG_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 
 
 class Admin:
@@ -159,6 +168,41 @@ class Admin:
             kind = "topic" if r.resource_type == RESOURCE_TOPIC else "broker"
             out[(kind, r.resource_name)] = {c.name: c.value for c in r.configs}
         return out
+
+    async def _config_request(self, kind: str, name: str, api_key: int, body: dict[str, Any]) -> Any:
+        """A config request about one resource: a broker's own configs go to that broker, the rest to any."""
+        if kind in ("broker", "broker-logger") and name:
+            await self.net.refresh_metadata()
+            return await self.net.send(int(name), api_key, body)
+        _, resp = await self.net.send_any(api_key, body)
+        return resp
+
+    async def describe_config_entries(self, kind: str, name: str,
+                                      keys: Iterable[str] | None = None) -> list[ConfigEntry]:
+        """Every config of one resource (``kind``: ``topic``, ``broker`` — ``name`` a broker id, or
+        ``""`` for the cluster-wide defaults — or ``broker-logger``), with sources and synonyms."""
+        body = {"resources": [{"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
+                               "configuration_keys": list(keys) if keys is not None else None}],
+                "include_synonyms": True, "include_documentation": False}
+        r = (await self._config_request(kind, name, ApiKey.DESCRIBE_CONFIGS, body)).results[0]
+        if r.error_code:
+            raise KafkaError(r.error_code, r.error_message or f"describe configs of {kind} {name!r}")
+        return [ConfigEntry(c.name, c.value, CONFIG_SOURCES.get(c.get("config_source", 0), "UNKNOWN"),
+                            bool(c.read_only),
+                            [(s.name, s.value, CONFIG_SOURCES.get(s.source, "UNKNOWN")) for s in c.get("synonyms", [])])
+                for c in r.configs]
+
+    async def incremental_alter_configs(self, kind: str, name: str, ops: Iterable[tuple[str, str, str | None]], *,
+                                        validate_only: bool = False) -> None:
+        """Change one resource's configs: ``ops`` are ``(operation, config, value)`` with operation
+        ``set``, ``delete``, ``append`` or ``subtract`` (IncrementalAlterConfigs)."""
+        body = {"resources": [{"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
+                               "configs": [{"name": key, "config_operation": CONFIG_OPS[op], "value": value}
+                                           for op, key, value in ops]}],
+                "validate_only": validate_only}
+        r = (await self._config_request(kind, name, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)).responses[0]
+        if r.error_code:
+            raise KafkaError(r.error_code, r.error_message or f"alter configs of {kind} {name!r}")
 
     # -- groups ----------------------------------------------------------------------------------
 

@@ -402,8 +402,8 @@ _OUTPUT_FULL = "whole buffer"
 _CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 
-def _gzip_compress(data: BytesLike) -> bytes:
-    c = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, 31)
+def _gzip_compress(data: BytesLike, level: int = _GZIP_LEVEL) -> bytes:
+    c = zlib.compressobj(level, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()
 
 
@@ -419,16 +419,19 @@ def _snappy_compress(data: BytesLike) -> bytes:
     return bytes(out)
 
 
-def compress(codec: int, data: BytesLike) -> bytes:
-    """Compress ``data`` with a Kafka codec, using the framing Kafka's Java client writes."""
+def compress(codec: int, data: BytesLike, level: int | None = None) -> bytes:
+    """Compress ``data`` with a Kafka codec, using the framing Kafka's Java client writes.
+
+    ``level``: the codec's compression level (Kafka's ``compression.<codec>.level``; gzip -1 is
+    zlib's default); None: the codec's default.  Snappy has no levels."""
     if codec == GZIP:
-        return _gzip_compress(data)
+        return _gzip_compress(data, _GZIP_LEVEL if level is None else level)
     if codec == SNAPPY:
         return _snappy_compress(data)
     if codec == LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        return bytes(cramjam.lz4.compress(data) if level is None else cramjam.lz4.compress(data, level=level))
     if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL))
+        return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
     if codec == NONE:
         return bytes(data)
     raise ValueError(f"unknown compression codec {codec}")
@@ -576,15 +579,22 @@ def encode_batch(
     is_transactional: bool = False,
     partition_leader_epoch: int = -1,
     is_control: bool = False,
+    compression_level: int | None = None,
+    offset_deltas: Sequence[int] | None = None,
+    last_offset_delta: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Build one v2 batch.
 
     ``records`` are ``(key, value, headers, timestamp)`` tuples (the fast path; ``headers`` may be
     ``None`` or a list of ``(str, bytes | None)``, ``timestamp`` ``None`` means "now") or
-    :class:`Record` objects, whose ``offset`` is ignored: offset deltas are always 0..n-1.
-    baseTimestamp is the first record's timestamp and maxTimestamp the largest.  With
-    ``timestamp_type=LOG_APPEND_TIME`` only the attribute bit is set; the broker stamps the time
-    with :func:`stamp_log_append_time`.
+    :class:`Record` objects, whose ``offset`` is ignored: offset deltas are 0..n-1 unless
+    ``offset_deltas`` gives them (a compacted batch keeps its records' offsets, with gaps, and its
+    ``last_offset_delta``).  baseTimestamp is the first record's timestamp — or, with
+    ``delete_horizon_ms``, that horizon (the attribute bit 6 set, as Kafka's cleaner writes it) — and
+    maxTimestamp the largest.  With ``timestamp_type=LOG_APPEND_TIME`` only the attribute bit is set;
+    the broker stamps the time with :func:`stamp_log_append_time`.  ``compression_level``: see
+    :func:`compress`.
     """
     n = len(records)
     if n == 0:
@@ -603,9 +613,13 @@ def encode_batch(
     if base_ts is None:
         now_ms = base_ts = int(time.time() * 1000)
     max_ts = base_ts
+    if delete_horizon_ms is not None:
+        base_ts = delete_horizon_ms
 
     body = bytearray(BATCH_HEADER_SIZE) if compression == NONE else bytearray()
     for offset_delta, (key, value, headers, ts) in enumerate(records):  # type: ignore[misc]
+        if offset_deltas is not None:
+            offset_delta = offset_deltas[offset_delta]
         if ts is None:
             if now_ms is None:
                 now_ms = int(time.time() * 1000)
@@ -660,7 +674,7 @@ def encode_batch(
         out = body
     else:
         out = bytearray(BATCH_HEADER_SIZE)
-        out += compress(compression, body)
+        out += compress(compression, body, compression_level)
 
     attributes = compression
     if timestamp_type:
@@ -669,6 +683,8 @@ def encode_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
     _pack_header(
         out,
         0,
@@ -678,7 +694,7 @@ def encode_batch(
         MAGIC,
         0,
         attributes,
-        n - 1,
+        n - 1 if last_offset_delta is None else last_offset_delta,
         base_ts,
         max_ts,
         producer_id,
@@ -686,6 +702,21 @@ def encode_batch(
         base_sequence,
         n,
     )
+    _UINT32.pack_into(out, _CRC_OFFSET, _crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+    return bytes(out)
+
+
+def encode_empty_batch(header: BatchHeader) -> bytes:
+    """A batch with the header fields of ``header`` and no records (Kafka's ``writeEmptyHeader``).
+
+    What compaction keeps of an idempotent producer's last batch once all its records are gone:
+    the offsets, producer id, epoch and sequences survive, so the producer's next batch is still in
+    sequence after a restart rebuilds producer state from the log."""
+    out = bytearray(BATCH_HEADER_SIZE)
+    attributes = header.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
+    _pack_header(out, 0, header.base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD, header.partition_leader_epoch,
+                 MAGIC, 0, attributes, header.last_offset_delta, header.max_timestamp, header.max_timestamp,
+                 header.producer_id, header.producer_epoch, header.base_sequence, 0)
     _UINT32.pack_into(out, _CRC_OFFSET, _crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
     return bytes(out)
 

@@ -3,7 +3,8 @@
 ``PartitionLog`` owns the directory ``<data_dir>/<topic>-<partition>``:
 
 * ``<base:020d>.log/.index/.timeindex`` — the segments (see ``segment``);
-* ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point, high_watermark}``;
+* ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point, high_watermark, cleaner_offset}``
+  (``cleaner_offset``: where the log cleaner's next pass starts, see ``cleaner``);
 * ``leader-epoch-checkpoint`` — the leader-epoch cache (see ``epoch_cache``);
 * ``<offset:020d>.snapshot`` — producer-id state (see ``producer_state``).
 
@@ -51,6 +52,7 @@ import json
 import logging
 import os
 import time
+import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -237,8 +239,9 @@ class PartitionLog:
         self._retired: list[tuple[int, Segment]] = []
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
-        self._checkpointed: tuple[int, int, int] | None = None
+        self._checkpointed: tuple[int, int, int, int] | None = None
         self._hw = 0
+        self._cleaner_offset = 0
         self._truncations = 0
         self.epoch_cache = LeaderEpochCache(directory)
         self.recovery_report = self._open()
@@ -250,7 +253,7 @@ class PartitionLog:
     # ================================================================== open
     def _open(self) -> RecoveryReport:
         report = RecoveryReport(self.name)
-        log_start, recovery_point, hw = self._read_checkpoint()
+        log_start, recovery_point, hw, self._cleaner_offset = self._read_checkpoint()
         report.interrupted_swaps = recover_interrupted_swaps(self.directory)
         bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
                        if n.endswith(".log") and n[:-4].isdigit())
@@ -302,25 +305,27 @@ class PartitionLog:
             logger.debug("opened log %s: log_start=%d leo=%d", self.name, self._log_start, leo)
         return report
 
-    def _read_checkpoint(self) -> tuple[int, int, int]:
-        """(log start, recovery point, high watermark); HW -1 when the checkpoint predates it."""
+    def _read_checkpoint(self) -> tuple[int, int, int, int]:
+        """(log start, recovery point, high watermark, cleaner offset); HW -1 when the checkpoint predates it."""
         path = os.path.join(self.directory, CHECKPOINT_FILE)
         try:
             with open(path, "rb") as f:
                 doc = json.load(f)
-            return int(doc["log_start_offset"]), int(doc["recovery_point"]), int(doc.get("high_watermark", -1))
+            return (int(doc["log_start_offset"]), int(doc["recovery_point"]), int(doc.get("high_watermark", -1)),
+                    int(doc.get("cleaner_offset", 0)))
         except FileNotFoundError:
-            return 0, 0, 0
+            return 0, 0, 0, 0
         except (OSError, ValueError, KeyError, TypeError):
             logger.warning("%s: unreadable %s, verifying the whole log", self.directory, CHECKPOINT_FILE)
-            return 0, 0, 0
+            return 0, 0, 0, 0
 
     def _write_checkpoint(self) -> None:
-        state = (self._log_start, self._recovery_point, self._hw)
+        state = (self._log_start, self._recovery_point, self._hw, self._cleaner_offset)
         if state == self._checkpointed:
             return
         self._dir_failure.check()  # an offline directory's checkpoint stays as it was
-        doc = {"version": 2, "log_start_offset": state[0], "recovery_point": state[1], "high_watermark": state[2]}
+        doc = {"version": 2, "log_start_offset": state[0], "recovery_point": state[1], "high_watermark": state[2],
+               "cleaner_offset": state[3]}
         path = os.path.join(self.directory, CHECKPOINT_FILE)
         try:
             atomic_write(path, json.dumps(doc).encode())
@@ -361,6 +366,17 @@ class PartitionLog:
     @property
     def recovery_point(self) -> int:
         return self._recovery_point
+
+    @property
+    def cleaner_offset(self) -> int:
+        """Where the next compaction pass starts: the data below was cleaned (kept within the log)."""
+        return max(self._log_start, min(self._cleaner_offset, self.log_end_offset))
+
+    def set_cleaner_offset(self, offset: int) -> None:
+        """A compaction pass cleaned everything below ``offset``; checkpointed with the log's state."""
+        if offset != self._cleaner_offset:
+            self._cleaner_offset = offset
+            self._write_checkpoint()
 
     @property
     def size_bytes(self) -> int:
@@ -452,9 +468,7 @@ class PartitionLog:
         (set the base offset, this leader's epoch and, for LogAppendTime topics, the time)."""
         seg = self._segments[-1]
         try:
-            if seg.size and (seg.size + len(buf) > self.config.segment_bytes
-                             or now - (seg.roll_base_ms if seg.roll_base_ms is not None else now)
-                             >= self.config.segment_ms
+            if seg.size and (seg.size + len(buf) > self.config.segment_bytes or self._roll_due(seg, now, max_ts)
                              or last - seg.base_offset > _INT32_MAX):
                 seg = self.roll()
             if stamp:
@@ -543,6 +557,7 @@ class PartitionLog:
                 self.producer_state._remove(snap)
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._hw = min(self._hw, self.log_end_offset)
+        self._cleaner_offset = min(self._cleaner_offset, self.log_end_offset)  # what follows is not cleaned
         self._write_checkpoint()
         logger.info("%s: truncated to offset %d", self.name, self.log_end_offset)
 
@@ -556,7 +571,7 @@ class PartitionLog:
         seg = Segment(self.directory, offset, index_interval_bytes=self.config.index_interval_bytes)
         self._segments = [seg]
         self._bases = [offset]
-        self._log_start = self._recovery_point = self._hw = offset
+        self._log_start = self._recovery_point = self._hw = self._cleaner_offset = offset
         self.epoch_cache.clear()
         self.producer_state.producers = {}
         self.producer_state.changed = True
@@ -573,6 +588,22 @@ class PartitionLog:
             self.epoch_cache.truncate_from_start(target)
             self._write_checkpoint()
             self._delete_below_log_start()
+
+    def _roll_due(self, seg: Segment, now: int, incoming_ts: int | None = None) -> bool:
+        """The active segment is old enough to roll (``segment.ms`` less this segment's share of
+        ``segment.jitter.ms``; a compacted topic at most ``max.compaction.lag.ms``) or its indexes are
+        full (``segment.index.bytes``).  On append, age is measured as Kafka does: from the segment's
+        first timestamp to the incoming batch's (``incoming_ts``), so a producer whose timestamps lag the
+        broker's clock does not roll a segment per batch; else by the broker's clock."""
+        cfg = self.config
+        if seg.indexes_full(cfg.segment_index_bytes):
+            return True
+        if seg.roll_base_ms is None:
+            return False
+        jitter = zlib.crc32(f"{self.name}@{seg.base_offset}".encode()) % cfg.segment_jitter_ms \
+            if cfg.segment_jitter_ms > 0 else 0
+        reference = incoming_ts if incoming_ts is not None and incoming_ts >= 0 else now
+        return reference - seg.roll_base_ms >= cfg.max_segment_ms - jitter
 
     def roll(self) -> Segment:
         """Seal the active segment and start a new one at the log end offset."""
@@ -760,7 +791,7 @@ class PartitionLog:
         if cfg.retention_ms >= 0:
             def expired(s: Segment) -> bool:
                 if s.size == 0:
-                    return False
+                    return s is not self._segments[-1]  # emptied by compaction: nothing to keep
                 newest = s.max_timestamp if s.max_timestamp >= 0 else s.roll_base_ms
                 return newest is not None and now - newest > cfg.retention_ms
 
@@ -788,13 +819,18 @@ class PartitionLog:
             return
         now = self.clock() if now_ms is None else now_ms
         seg = self._segments[-1]
-        if seg.size and seg.roll_base_ms is not None and now - seg.roll_base_ms >= self.config.segment_ms:
+        if seg.size and self._roll_due(seg, now):
             self.roll()
         self.apply_retention(now)
         if flush and self.flush_due(now):
             self.flush()
         self.producer_state.expire(now, PRODUCER_ID_EXPIRATION_MS)
         self.close_retired(now)
+
+    @property
+    def retired(self) -> int:
+        """Segments removed from the log whose files are still open (see ``close_retired``)."""
+        return len(self._retired)
 
     def close_retired(self, now_ms: int, force: bool = False) -> None:
         """Drop the segment references of retired segments older than ``file.delete.delay.ms``
@@ -807,14 +843,19 @@ class PartitionLog:
                 keep.append((t, seg))
         self._retired = keep
 
-    def replace_segments(self, pairs: list[tuple[Segment, Segment]]) -> None:
-        """Use compacted copies (same base offsets, files already in place) instead of sealed
-        segments.  The old ones are retired: their ``.log`` file stays open for in-flight reads,
-        and they must never unlink anything (their names now belong to the new files)."""
-        position = {id(seg): i for i, seg in enumerate(self._segments)}
-        for old, new in pairs:
-            self._segments[position[id(old)]] = new
-            self._retired.append((self.clock(), old))
+    def replace_segments(self, groups: list[tuple[list[Segment], Segment]]) -> None:
+        """Use compacted copies instead of sealed segments: each new segment (files already in place,
+        the base offset of the first) replaces a run of consecutive old ones.  The old ones are
+        retired: their ``.log`` file stays open for in-flight reads, and they must never unlink
+        anything (their names now belong to the new files, or were unlinked by the cleaner)."""
+        now = self.clock()
+        for olds, new in groups:
+            i = next(n for n, seg in enumerate(self._segments) if seg is olds[0])
+            if [id(s) for s in self._segments[i:i + len(olds)]] != [id(s) for s in olds]:
+                raise ValueError(f"{self.name}: replaced segments are not consecutive")
+            self._segments[i:i + len(olds)] = [new]
+            self._bases[i:i + len(olds)] = [new.base_offset]
+            self._retired.extend((now, old) for old in olds)
 
     # ================================================================= flush
     @property

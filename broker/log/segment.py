@@ -201,6 +201,15 @@ class Segment:
         self.next_offset = next_offset
         return pos
 
+    @property
+    def index_bytes(self) -> int:
+        """Bytes of the larger of its two indexes."""
+        return max(self.offset_index.size_bytes, self.time_index.size_bytes)
+
+    def indexes_full(self, max_index_bytes: int) -> bool:
+        """An index has no room for another entry: the segment must roll (``segment.index.bytes``)."""
+        return self.offset_index.full(max_index_bytes) or self.time_index.full(max_index_bytes)
+
     def seal(self) -> None:
         """Record the final max timestamp in the time index and write pending index entries."""
         if self.max_timestamp >= 0:

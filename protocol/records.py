@@ -47,17 +47,20 @@ __all__ = [
     "ZSTD",
     "BatchHeader",
     "BytesLike",
+    "ControlMarker",
     "CorruptRecordError",
     "Record",
     "RecordTuple",
     "compress",
     "crc_ok",
     "decode_batch",
+    "decode_control_marker",
     "decode_record_set",
     "decode_varint",
     "decode_varlong",
     "decompress",
     "encode_batch",
+    "encode_control_marker",
     "encode_varint",
     "iter_batch_headers",
     "parse_batch_header",
@@ -872,3 +875,45 @@ def decode_record_set(
         if header[5] & CONTROL_MASK:
             continue
         yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Transaction markers (control batches)
+
+ABORT_MARKER = 0
+COMMIT_MARKER = 1
+_MARKER_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+class ControlMarker(NamedTuple):
+    """A transaction marker: COMMIT (``commit``) or ABORT, written by the coordinator of ``coordinator_epoch``."""
+
+    commit: bool
+    coordinator_epoch: int
+
+
+def encode_control_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                          timestamp_ms: int | None = None) -> bytes:
+    """One control batch holding one COMMIT or ABORT marker (Kafka's ``EndTransactionMarker``):
+    key ``int16 version 0, int16 type`` (0 abort, 1 commit), value ``int16 version 0, int32 coordinator epoch``;
+    the batch is transactional and carries the producer's id and epoch, with no sequence."""
+    key = _MARKER_KEY.pack(0, COMMIT_MARKER if commit else ABORT_MARKER)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    return encode_batch([(key, value, None, timestamp_ms)], producer_id=producer_id, producer_epoch=producer_epoch,
+                        base_sequence=-1, is_transactional=True, is_control=True)
+
+
+def decode_control_marker(buf: BytesLike, pos: int = 0) -> ControlMarker:
+    """The marker of the control batch at ``pos`` (CRC checked); raises CorruptRecordError when the batch is
+    not a well-formed COMMIT/ABORT control batch."""
+    header, records = decode_batch(buf, pos)
+    if not header[5] & CONTROL_MASK or len(records) != 1:
+        raise CorruptRecordError(f"batch at offset {header[0]} is not a transaction marker")
+    key, value = records[0].key, records[0].value
+    if key is None or len(key) < _MARKER_KEY.size or value is None or len(value) < _MARKER_VALUE.size:
+        raise CorruptRecordError(f"malformed control record at offset {header[0]}")
+    version, kind = _MARKER_KEY.unpack_from(key, 0)
+    if version < 0 or kind not in (ABORT_MARKER, COMMIT_MARKER):
+        raise CorruptRecordError(f"unknown control record type {kind} (version {version}) at offset {header[0]}")
+    return ControlMarker(kind == COMMIT_MARKER, _MARKER_VALUE.unpack_from(value, 0)[1])

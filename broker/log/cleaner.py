@@ -40,7 +40,8 @@ What is dropped: the granularity is the *batch* — a batch goes when every one
 of its records is superseded by a later record with the same key, or is a
 tombstone older than ``delete.retention.ms`` with nothing newer.  Batches are
 copied byte for byte with their offsets; batches of idempotent producers,
-control batches, keyless records and undecodable batches are always kept.
+control batches, keyless records and undecodable batches are always kept (so a
+cleaned segment keeps its aborted-transaction index as it was).
 The group coordinator writes one or a few records per batch, so batch
 granularity reclaims nearly everything there.  ``needs_cleaning`` is where
 user-topic policies (``min.cleanable.dirty.ratio``, ``min.compaction.lag.ms``)
@@ -62,6 +63,7 @@ from typing import TYPE_CHECKING
 
 from broker.log._fs import fsync_dir
 from broker.log.segment import Segment, segment_file_name
+from broker.log.txn_index import AbortedTxn, TransactionIndex
 from protocol.records import (
     BATCH_HEADER_SIZE,
     BatchHeader,
@@ -78,7 +80,7 @@ logger = logging.getLogger("kbroker.log")
 WORK_DIR_PREFIX = "cleaning"  # cleaning.<n>/ per pass ("cleaning/" in older data directories)
 SWAP_SUFFIX = ".swap"
 _READ_CHUNK = 1024 * 1024
-_FILE_SUFFIXES = (".index", ".timeindex", ".log")  # rename order: the .log last
+_FILE_SUFFIXES = (".index", ".timeindex", ".txnindex", ".log")  # rename order: the .log last
 
 
 class _Cancelled(Exception):
@@ -93,6 +95,7 @@ class _Source:
     size: int
     next_offset: int
     fd: int  # a private duplicate, closed by the worker
+    aborted: list[AbortedTxn] = field(default_factory=list)  # its transaction index, as captured
 
 
 @dataclass(slots=True)
@@ -192,7 +195,7 @@ class LogCleaner:
         sources: list[_Source] = []
         try:
             for seg in sealed_on_disk(log):
-                sources.append(_Source(seg, seg.size, seg.next_offset, os.dup(seg.fd)))
+                sources.append(_Source(seg, seg.size, seg.next_offset, os.dup(seg.fd), list(seg.txn_index.entries)))
         except OSError:
             for src in sources:
                 os.close(src.fd)
@@ -307,6 +310,7 @@ class LogCleaner:
             old = src.segment
             old.offset_index.close()
             old.time_index.close()
+            old.txn_index.close()
             for suffix in _FILE_SUFFIXES:
                 _move(new, suffix, os.path.join(directory, segment_file_name(new.base_offset, suffix)))
             new.directory = directory
@@ -350,6 +354,11 @@ def _move(seg: Segment, suffix: str, target: str) -> None:
     if suffix == ".log":
         os.replace(seg.log_path, target)
         seg.log_path = target
+    elif suffix == ".txnindex":
+        if seg.txn_index.exists:
+            seg.txn_index.rename(target)
+        else:
+            seg.txn_index.path = target
     else:
         index = seg.offset_index if suffix == ".index" else seg.time_index
         os.replace(index.path, target)
@@ -391,6 +400,8 @@ def clean(job: CleaningPass) -> None:
             new.close()
             continue
         new.next_offset = src.next_offset  # offsets stay: the range ends where the old one did
+        if src.aborted:  # markers and transactional batches are all kept: so is the index
+            new.txn_index = TransactionIndex.write_new(new.txn_index.path, src.aborted)
         job.cleaned.append((src, new))
         new.seal()
         new.fsync()

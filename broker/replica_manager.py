@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
     from broker.config import BrokerConfig
     from broker.log.manager import LogManager
-    from broker.log.partition_log import PartitionLog, ReadResult
+    from broker.log.partition_log import AppendResult, PartitionLog, ReadResult
     from broker.metrics import BrokerMetrics
     from protocol.timer_service import WheelTimer
 
@@ -438,6 +438,19 @@ class ReplicaManager:
 
         Resolves to ``(error_code, last_offset)``; error codes are the produce path's.
         """
+        return self._leader_write(topic, partition, timeout_ms,
+                                  lambda plog: plog.append(bytearray(batch), coordinator=True))
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, timeout_ms: int) -> Awaitable[tuple[int, int]]:
+        """A COMMIT/ABORT marker on the local leader (WriteTxnMarkers, or a coordinator ending a
+        transaction in its own partition), waiting until replicated like any acks=all write."""
+        return self._leader_write(topic, partition, timeout_ms,
+                                  lambda plog: plog.append_marker(producer_id, producer_epoch, commit,
+                                                                  coordinator_epoch))
+
+    def _leader_write(self, topic: str, partition: int, timeout_ms: int,
+                      append: Callable[[PartitionLog], AppendResult]) -> Awaitable[tuple[int, int]]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[int, int]] = loop.create_future()
         try:
@@ -445,7 +458,7 @@ class ReplicaManager:
             if len(p.isr) < p.log.config.min_insync_replicas:
                 future.set_result((E.NOT_ENOUGH_REPLICAS, -1))
                 return future
-            result = p.log.append(bytearray(batch))
+            result = append(p.log)
         except LogError as exc:
             future.set_result((exc.error_code, -1))
             return future

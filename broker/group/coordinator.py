@@ -52,11 +52,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.coordinator_write import InFlightWrites, Write
 from protocol.error_codes import ErrorCode
 
 from .config import GroupConfig
@@ -96,20 +96,6 @@ _JOIN = "join"
 _INITIAL_DELAY = "initial-delay"
 _SYNC = "sync"
 _RETENTION = "retention"
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    """Records for one ``__consumer_offsets`` partition, to be appended as one batch.
-
-    ``records`` are ``(key, value)`` pairs (value ``None`` = tombstone).  The edge reports the
-    outcome with :meth:`GroupCoordinator.write_committed` / :meth:`GroupCoordinator.write_failed`
-    and ``write_id``; the replies that wait on the write are released then.
-    """
-
-    write_id: int
-    partition: int
-    records: list[tuple[bytes, bytes | None]]
 
 
 @dataclass(slots=True)
@@ -222,8 +208,7 @@ class GroupCoordinator:
         # writes: the ones the current call is building (one per partition), then the handed-out
         # ones until they commit or fail, in hand-out order per partition
         self._open: dict[int, _PendingWrite] = {}
-        self._inflight: dict[int, _PendingWrite] = {}
-        self._inflight_order: dict[int, deque[int]] = {}
+        self._inflight: InFlightWrites[_PendingWrite] = InFlightWrites()
         self._next_write_id = 1
         # offset changes carried by in-flight writes: group -> topic-partition -> how many
         self._pending_offsets: dict[str, dict[tuple[str, int], int]] = {}
@@ -241,9 +226,7 @@ class GroupCoordinator:
     def _finish(self) -> Effects:
         fx = self._fx
         for pw in self._open.values():
-            write_id = pw.write.write_id
-            self._inflight[write_id] = pw
-            self._inflight_order.setdefault(pw.write.partition, deque()).append(write_id)
+            self._inflight.add(pw.write.partition, pw.write.write_id, pw)
             fx.writes.append(pw.write)
         self._open = {}
         fx.next_deadline_ms = self.timers.next_deadline()
@@ -298,20 +281,6 @@ class GroupCoordinator:
             pw.on_commit.append(settle)
             pw.on_fail.append(failed)
 
-    def _take(self, write_id: int) -> _PendingWrite:
-        pw = self._inflight.get(write_id)
-        if pw is None:
-            raise KeyError(f"no write {write_id} in flight")
-        order = self._inflight_order[pw.write.partition]
-        if order[0] != write_id:
-            raise ValueError(f"writes of __consumer_offsets-{pw.write.partition} complete in order: "
-                             f"{order[0]} before {write_id}")
-        order.popleft()
-        if not order:
-            del self._inflight_order[pw.write.partition]
-        del self._inflight[write_id]
-        return pw
-
     def _settle_offsets(self, pw: _PendingWrite, *, apply: bool) -> None:
         """Forget ``pw``'s offset changes as pending; apply them to the committed offsets if ``apply``."""
         for group_id, tp, entry in pw.offset_ops:
@@ -337,7 +306,7 @@ class GroupCoordinator:
     def write_committed(self, now_ms: int, write_id: int) -> Effects:
         """``write_id`` is durable: apply what it carried and release the replies that waited on it."""
         self._begin(now_ms)
-        pw = self._take(write_id)
+        pw = self._inflight.take(write_id)
         self._settle_offsets(pw, apply=True)
         for callback in pw.on_commit:
             callback()
@@ -347,7 +316,7 @@ class GroupCoordinator:
         """``write_id`` could not be appended (``error_code``: the append's Kafka error): nothing it
         carried is applied, and every reply that waited on it gets the mapped error."""
         self._begin(now_ms)
-        pw = self._take(write_id)
+        pw = self._inflight.take(write_id)
         try:
             error = ErrorCode(error_code) if error_code else E.UNKNOWN_SERVER_ERROR
         except ValueError:
@@ -1388,7 +1357,7 @@ class GroupCoordinator:
 
     # ============================================================================ loading
 
-    def load(self, partition: int, key: bytes, value: bytes | None) -> None:
+    def load(self, partition: int, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
         """Replay one ``__consumer_offsets`` record (in log order) to rebuild groups and offsets.
 
         Call :meth:`complete_load` once the whole log has been replayed.
@@ -1416,6 +1385,9 @@ class GroupCoordinator:
             v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], v["expire_timestamp"])
         if k.group not in self.groups:
             self.groups[k.group] = Group(k.group)  # a "simple" group, as Kafka recreates on replay
+
+    def load_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """Replay a COMMIT/ABORT marker of ``producer_id`` (in log order, between :meth:`load` calls)."""
 
     def _group_from_record(self, group_id: str, v: dict[str, Any]) -> Group:
         group = Group(group_id, v["current_state_timestamp"])

@@ -15,7 +15,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-__all__ = ["InFlightWrites", "TxnMarker", "Write"]
+from protocol.error_codes import ErrorCode
+
+__all__ = ["InFlightWrites", "TxnMarker", "Write", "coordinator_unavailable", "write_error"]
+
+E = ErrorCode
+TOO_LARGE = (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE)
 
 T = TypeVar("T")
 
@@ -76,3 +81,22 @@ class InFlightWrites(Generic[T]):
             del self._order[partition]
         del self._items[write_id]
         return item
+
+
+def coordinator_unavailable(append_error: ErrorCode) -> ErrorCode:
+    """How a failed append to a coordinator's partition reads to its clients (shared by Kafka's group
+    and transaction coordinators): retry the coordinator, or look it up again."""
+    if append_error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
+                        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if append_error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    return append_error
+
+
+def write_error(append_error: ErrorCode) -> ErrorCode:
+    """The error for a failed coordinator write (Kafka's ``appendGroupMetadataErrorToResponseError``
+    and the transaction log's equivalent)."""
+    if append_error in TOO_LARGE:
+        return E.UNKNOWN_SERVER_ERROR
+    return coordinator_unavailable(append_error)

@@ -56,7 +56,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.coordinator_write import InFlightWrites, Write
+from broker.coordinator_write import TOO_LARGE, InFlightWrites, Write, coordinator_unavailable, write_error
 from protocol.error_codes import ErrorCode
 
 from .config import GroupConfig
@@ -132,31 +132,15 @@ class _PendingWrite:
         self.on_fail: list[Callable[[ErrorCode], None]] = []
 
 
-def _coordinator_unavailable(append_error: ErrorCode) -> ErrorCode:
-    """The part of Kafka's append-error mappings shared by offset commits and group writes."""
-    if append_error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
-                        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if append_error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    return append_error
-
-
-_TOO_LARGE = (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE)
-
-
 def commit_error(append_error: ErrorCode) -> ErrorCode:
     """The OffsetCommit error for a failed ``__consumer_offsets`` append (Kafka's ``storeOffsets``)."""
-    if append_error in _TOO_LARGE:
+    if append_error in TOO_LARGE:
         return E.INVALID_COMMIT_OFFSET_SIZE
-    return _coordinator_unavailable(append_error)
+    return coordinator_unavailable(append_error)
 
 
-def group_write_error(append_error: ErrorCode) -> ErrorCode:
-    """The error for any other failed write (Kafka's ``appendGroupMetadataErrorToResponseError``)."""
-    if append_error in _TOO_LARGE:
-        return E.UNKNOWN_SERVER_ERROR
-    return _coordinator_unavailable(append_error)
+#: The error for any other failed group write (Kafka's ``appendGroupMetadataErrorToResponseError``).
+group_write_error = write_error
 
 
 @dataclass(slots=True)

@@ -63,6 +63,10 @@ class InFlightWrites(Generic[T]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def items(self) -> list[T]:
+        """What the writes in flight carry, oldest first per partition."""
+        return [item for _, item in self._items.values()]
+
     def add(self, partition: int, write_id: int, item: T) -> None:
         self._items[write_id] = (partition, item)
         self._order.setdefault(partition, deque()).append(write_id)

@@ -188,6 +188,25 @@ class GroupService:
 
         return gather()
 
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                                   coordinator_epoch: int) -> int:
+        """WriteTxnMarkers for offsets partition ``partition`` (this broker leads it): the marker is written
+        through its shard, which then applies or drops the producer's pending offsets.  Returns the
+        partition's error code."""
+        shard, code = self.runtime.shard(partition)
+        if shard is None:
+            return E.NOT_LEADER_OR_FOLLOWER if code == E.NOT_COORDINATOR else code
+        now = now_ms()
+
+        def call(coordinator: GroupCoordinator, token: Hashable) -> Effects:
+            return coordinator.complete_transaction(now, partition, producer_id, producer_epoch, commit,
+                                                    coordinator_epoch, token)
+
+        result = self.runtime.run(shard, call, lambda code: {"error_code": E.NOT_LEADER_OR_FOLLOWER})
+        if not isinstance(result, dict):
+            result = await result
+        return int(result["error_code"])
+
     def _list_groups(self, ctx: RequestContext, req: Obj) -> Any:
         groups: list[Any] = []
         error = E.NONE

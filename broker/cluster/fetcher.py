@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.cluster.channel import connect
 from broker.cluster.records import BrokerRegistration
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
@@ -109,21 +110,13 @@ class ReplicaFetcher:
             self._conn = None
 
     async def _connection(self) -> Any:
-        from client.conn import Connection
-
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        reg = self.manager.broker(self.leader_id)
-        if reg is None:
-            raise ConnectionError(f"leader {self.leader_id} is not registered")
-        ep = reg.endpoint(self.manager.settings.listener) or reg.endpoint()
-        if ep is None:
-            raise ConnectionError(f"leader {self.leader_id} has no usable endpoint")
-        conn = Connection(self.leader_id, ep.host, ep.port, client_id=f"broker-{self.manager.local_id}-fetcher",
-                          timers=self.manager.timers, request_timeout_ms=self.manager.settings.socket_timeout_ms)
-        await conn.open()
-        self._conn = conn
-        return conn
+        manager = self.manager
+        self._conn = await connect(self.leader_id, manager.broker(self.leader_id), listener=manager.settings.listener,
+                                   client_id=f"broker-{manager.local_id}-fetcher", timers=manager.timers,
+                                   timeout_ms=manager.settings.socket_timeout_ms)
+        return self._conn
 
     def _ready(self) -> list[Partition]:
         now = time.monotonic()

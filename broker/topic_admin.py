@@ -264,4 +264,5 @@ class TopicAdmin:
             raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
         if not ok:
             raise TopicError(E.REASSIGNMENT_IN_PROGRESS, "the topic changed meanwhile; retry")
-        await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)
+        # the new partitions by number: the image may still show the topic with its old count
+        await self.wait_until(lambda: self.has_leaders(record.name, range(record.partitions)), timeout_s)

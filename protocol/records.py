@@ -54,6 +54,7 @@ __all__ = [
     "compress",
     "crc_ok",
     "decode_batch",
+    "decode_committed_records",
     "decode_control_marker",
     "decode_record_set",
     "decode_varint",
@@ -873,6 +874,35 @@ def decode_record_set(
         buf = bytes(buf)
     for pos, header in iter_batch_headers(buf):
         if header[5] & CONTROL_MASK:
+            continue
+        yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
+
+
+def decode_committed_records(
+    buf: BytesLike, aborted: Sequence[tuple[int, int]], *,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> Iterator[Record]:
+    """The records a ``read_committed`` consumer sees in a Fetch answer (Kafka's consumer-side filter).
+
+    ``aborted`` is the partition's ``aborted_transactions`` as ``(producer_id, first_offset)``: from a
+    transaction's first offset on, that producer's transactional batches are dropped until its next
+    marker.  Control batches are skipped; a trailing partial batch is ignored.
+    """
+    if type(buf) is not bytes:
+        buf = bytes(buf)
+    pending = sorted((first, pid) for pid, first in aborted)
+    aborting: set[int] = set()
+    i = 0
+    for pos, header in iter_batch_headers(buf):
+        pid = header[9]
+        if header[5] & CONTROL_MASK:
+            aborting.discard(pid)  # its marker ends the producer's transaction
+            continue
+        last = header[0] + header[6]
+        while i < len(pending) and pending[i][0] <= last:
+            aborting.add(pending[i][1])
+            i += 1
+        if header[5] & TRANSACTIONAL_MASK and pid in aborting:
             continue
         yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
 

@@ -429,7 +429,8 @@ class ReplicaManager:
                     refused[tp] = E.INVALID_PRODUCER_ID_MAPPING  # one producer per request
                     continue
                 p = self.partitions.get(tp)
-                if p is None or not p.is_leader or header.producer_id in p.log.producer_state.ongoing:
+                if p is None or not p.is_leader or p.log.producer_state.in_transaction(header.producer_id,
+                                                                                        header.producer_epoch):
                     continue  # not ours (answered by the append), or its transaction is open here
                 guards[tp] = p.log.producer_state.start_verification(header.producer_id)
         verifier = self.txn_verifier

@@ -186,11 +186,16 @@ class ProducerStateManager:
             guard = self._guards[producer_id] = VerificationGuard(producer_id)
         return guard
 
+    def in_transaction(self, producer_id: int, producer_epoch: int) -> bool:
+        """The producer's transaction is open here, at this epoch (its batches need no verification)."""
+        entry = self.producers.get(producer_id)
+        return producer_id in self.ongoing and entry is not None and entry.epoch == producer_epoch
+
     def verified(self, h: BatchHeader, guard: VerificationGuard | None) -> bool:
-        """May transactional batch ``h`` be appended: its transaction is already open here, or
-        ``guard`` is the one still current for its producer."""
+        """May transactional batch ``h`` be appended: its transaction is already open here at its epoch,
+        or ``guard`` is the one still current for its producer."""
         pid = h.producer_id
-        if pid in self.ongoing:
+        if self.in_transaction(pid, h.producer_epoch):
             return True
         return guard is not None and self._guards.get(pid) is guard
 

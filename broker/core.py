@@ -209,8 +209,9 @@ class BrokerCore:
         service = TransactionService(config=config, replica=self.replica_manager, metrics=self.metrics,
                                      timer=self.timer, image=image, producer_ids=self.producer_ids, markers=markers,
                                      offsets_partition=self.group_service.partition_for)
-        self.replica_manager.txn_verifier = TxnVerifier(self._channels[1], coordinator_of=service.coordinator_node,
-                                                        timeout_ms=timeout)
+        verifier = TxnVerifier(self._channels[1], coordinator_of=service.coordinator_node, timeout_ms=timeout)
+        self.replica_manager.txn_verifier = verifier
+        self.group_service.txn_verifier = verifier
         return service
 
     async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from broker.config import BrokerConfig
     from broker.metrics import BrokerMetrics
     from broker.replica_manager import ReplicaManager
+    from broker.txn.verifier import TxnVerifier
     from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker.group")
@@ -55,6 +56,8 @@ class GroupService:
         self._topic_partitions = partition_count
         self._generations: dict[str, tuple[int, str, float]] = {}
         self._warned_partitions = False
+        #: checks transactional offset commits with their transaction coordinator (set by the composition root)
+        self.txn_verifier: TxnVerifier | None = None
         self.runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
             topic=OFFSETS_TOPIC, replica=replica, timer=timer, new_coordinator=self._new_coordinator,
             on_effects=self._on_effects, after_poll=self._track_rebalances, on_unload=self._forget_generations,
@@ -123,7 +126,35 @@ class GroupService:
             from broker.apis import error_response
 
             return error_response(key, version, req, code)
+        if key == ApiKey.TXN_OFFSET_COMMIT and self.txn_verifier is not None:
+            return self._txn_offset_commit(shard, ctx, req)
         return self._run(shard, ctx, req)
+
+    async def _txn_offset_commit(self, shard: GroupShard, ctx: RequestContext, req: Obj) -> Any:
+        """TxnOffsetCommit: first check with the producer's transaction coordinator that this offsets
+        partition belongs to its ongoing transaction (KIP-890; v5+, transaction version 2: add it), so
+        offsets can never wait for a marker nobody will write."""
+        from broker.replica_manager import produce_verification_error
+
+        assert self.txn_verifier is not None
+        tp = (OFFSETS_TOPIC, shard.partition)
+        codes = await self.txn_verifier.verify(req.transactional_id, req.producer_id, req.producer_epoch, [tp],
+                                               add=ctx.version >= 5)
+        code = codes.get(tp, E.UNKNOWN_SERVER_ERROR)
+        if code != E.NONE:
+            code = produce_verification_error(code, 11 if ctx.version >= 5 else 0)
+            if code == E.NOT_ENOUGH_REPLICAS:
+                code = E.COORDINATOR_LOAD_IN_PROGRESS  # the transaction coordinator is busy: retry
+            return Obj(throttle_time_ms=0, topics=[
+                {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                                for p in t.partitions]} for t in req.topics])
+        current, _ = self._shard_for(req.group_id)
+        if current is None:
+            from broker.apis import error_response
+
+            return error_response(ctx.header.api_key, ctx.version, req, E.NOT_COORDINATOR)
+        result = self._run(current, ctx, req)
+        return await result if not isinstance(result, dict) else result
 
     def _shard_for(self, group_id: str) -> tuple[GroupShard | None, int]:
         return self.runtime.shard(self.partition_for(group_id))

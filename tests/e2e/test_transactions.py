@@ -421,3 +421,44 @@ def test_transaction_metrics(kbroker: Any) -> None:
         text = scrape()
     assert 'kbroker_partition_lso_lag{partition="0",topic="txn-metrics"} 0.0' in text
     assert "kbroker_transaction_commits_total 1.0" in text and "kbroker_transaction_aborts_total 1.0" in text
+
+
+def test_transactional_offsets_show_only_after_commit(shared_broker: Any) -> None:
+    """TxnOffsetCommit needs the offsets partition in the transaction; its offsets stay pending (OffsetFetch
+    with require_stable answers UNSTABLE_OFFSET_COMMIT) until the COMMIT marker, and an abort drops them."""
+    bs = shared_broker.bootstrap_servers
+    create_topic(bs, "txn-offsets", 1)
+
+    def commit_offset(c: RawClient, pid: int, epoch: int, group: str, offset: int) -> int:
+        resp = c.request(ApiKey.TXN_OFFSET_COMMIT, 3, {
+            "transactional_id": "txn-offsets", "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+            "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [{"name": "txn-offsets",
+            "partitions": [{"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                            "committed_metadata": ""}]}]})
+        return resp.topics[0].partitions[0].error_code
+
+    def fetched(c: RawClient, group: str, stable: bool) -> tuple[int, int]:
+        resp = c.request(ApiKey.OFFSET_FETCH, 7, {"group_id": group, "require_stable": stable,
+                                                  "topics": [{"name": "txn-offsets", "partition_indexes": [0]}]})
+        part = resp.topics[0].partitions[0]
+        return part.error_code, part.committed_offset
+
+    def settled(c: RawClient, group: str) -> tuple[int, int]:
+        deadline = time.monotonic() + 10
+        while (got := fetched(c, group, True))[0] == E.UNSTABLE_OFFSET_COMMIT:  # until the marker is written
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        return got
+
+    with coordinator(bs, "txn-offsets") as c:
+        pid, epoch = _init(c, "txn-offsets")
+        assert commit_offset(c, pid, epoch, "g-offsets", 5) == E.INVALID_TXN_STATE  # no AddOffsetsToTxn
+        for outcome, offset in ((True, 7), (False, 9)):
+            assert c.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, {"transactional_id": "txn-offsets", "producer_id": pid,
+                                                            "producer_epoch": epoch,
+                                                            "group_id": "g-offsets"}).error_code == E.NONE
+            assert commit_offset(c, pid, epoch, "g-offsets", offset) == E.NONE
+            assert fetched(c, "g-offsets", True) == (E.UNSTABLE_OFFSET_COMMIT, -1)
+            assert fetched(c, "g-offsets", False) == (E.NONE, -1 if outcome else 7)
+            assert _end(c, "txn-offsets", pid, epoch, outcome) == E.NONE
+            assert settled(c, "g-offsets") == (E.NONE, 7)  # committed: 7; the aborted 9 never shows

@@ -462,3 +462,35 @@ def test_transactional_offsets_show_only_after_commit(shared_broker: Any) -> Non
             assert fetched(c, "g-offsets", False) == (E.NONE, -1 if outcome else 7)
             assert _end(c, "txn-offsets", pid, epoch, outcome) == E.NONE
             assert settled(c, "g-offsets") == (E.NONE, 7)  # committed: 7; the aborted 9 never shows
+
+
+def test_spark_reader_reads_committed_ranges(shared_broker: Any) -> None:
+    """The Spark source's read path with ``kafka.isolation.level=read_committed``: the driver's latest offset
+    is the LSO, and an executor's range ends on time even when it ends in markers and aborted records."""
+    from confluent_kafka import Producer
+
+    from client.types import TopicPartition
+    from spark_jobs._reader import OffsetReader, consumer_kwargs, read_range
+
+    bs = shared_broker.bootstrap_servers
+    create_topic(bs, "txn-spark", 1)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": "txn-spark"})
+    p.init_transactions(30)
+    for prefix, commit in (("c1", True), ("a1", False), ("c2", True), ("a2", False)):
+        p.begin_transaction()
+        for v in values(prefix, 5):
+            p.produce("txn-spark", value=v, partition=0)
+        p.flush(30)
+        (p.commit_transaction if commit else p.abort_transaction)(30)
+    p.begin_transaction()
+    p.produce("txn-spark", value=b"open", partition=0)  # left open: the LSO stays before it
+    p.flush(30)
+    options = {"kafka.bootstrap.servers": bs, "kafka.isolation.level": "read_committed"}
+    deadline = time.monotonic() + 10
+    with OffsetReader(consumer_kwargs(options)) as reader:
+        while (end := reader.latest([TopicPartition("txn-spark", 0)])[TopicPartition("txn-spark", 0)]) != 24:
+            assert time.monotonic() < deadline and end < 24  # 20 records and 4 markers, not the open one
+            time.sleep(0.05)
+    chunks = list(read_range(consumer_kwargs(options, executor=True), "txn-spark", 0, 0, end, poll_timeout_ms=20_000))
+    assert [r.value for chunk in chunks for r in chunk] == values("c1", 5) + values("c2", 5)
+    p.abort_transaction(30)

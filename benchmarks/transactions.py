@@ -15,6 +15,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from broker.harness import BrokerProcess
 
@@ -29,18 +30,23 @@ def create_topic(bootstrap: str, name: str) -> None:
         future.result(30)
 
 
-def produce_idempotent(bootstrap: str, topic: str, n: int, payload: bytes) -> float:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    started = time.perf_counter()
-    for i in range(n):
+def send(p: Any, topic: str, payload: bytes, first: int, end: int) -> None:
+    """Records ``first..end-1`` round-robin over the partitions, waiting while the client's buffer is full."""
+    for i in range(first, end):
         while True:
             try:
                 p.produce(topic, value=payload, partition=i % PARTITIONS)
                 break
             except BufferError:
                 p.poll(0.01)
+
+
+def produce_idempotent(bootstrap: str, topic: str, n: int, payload: bytes) -> float:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    started = time.perf_counter()
+    send(p, topic, payload, 0, n)
     assert p.flush(120) == 0
     return time.perf_counter() - started
 
@@ -54,13 +60,7 @@ def produce_transactional(bootstrap: str, topic: str, n: int, payload: bytes, pe
     sent = 0
     while sent < n:
         p.begin_transaction()
-        for i in range(sent, min(n, sent + per_txn)):
-            while True:
-                try:
-                    p.produce(topic, value=payload, partition=i % PARTITIONS)
-                    break
-                except BufferError:
-                    p.poll(0.01)
+        send(p, topic, payload, sent, min(n, sent + per_txn))
         sent = min(n, sent + per_txn)
         p.commit_transaction(60)
     return time.perf_counter() - started

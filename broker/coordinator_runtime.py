@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from broker.coordinator_write import Write
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, error_name
 from protocol.errors import ProtocolError
 from protocol.records import CorruptRecordError, decode_batch, decode_control_marker, encode_batch
 from protocol.timing_wheel import TimerTask
@@ -333,7 +333,7 @@ class CoordinatorRuntime(Generic[C]):
             if code == E.NONE:
                 effects = shard.coordinator.write_committed(now_ms(), write.write_id)
             else:
-                log.warning("write to %s-%d failed: %s", topic, partition, _name(code))
+                log.warning("write to %s-%d failed: %s", topic, partition, error_name(code))
                 effects = shard.coordinator.write_failed(now_ms(), write.write_id, code)
             self.apply(shard, effects)
 
@@ -376,10 +376,3 @@ class CoordinatorRuntime(Generic[C]):
             if not future.done():
                 future.cancel()
         self._pending.clear()
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)

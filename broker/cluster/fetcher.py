@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from broker.cluster.channel import connect
 from broker.cluster.records import BrokerRegistration
 from protocol.api import ApiKey
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, error_name
 from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
@@ -46,13 +46,6 @@ __all__ = ["FetcherSettings", "ReplicaFetcher", "ReplicaFetcherManager"]
 E = ErrorCode
 TopicPartition = tuple[str, int]
 FETCH_VERSION = 17
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +140,7 @@ class ReplicaFetcher:
                 await asyncio.sleep(settings.backoff_ms / 1000)
                 continue
             if response.error_code:
-                log.info("fetch from broker %d: error %s", self.leader_id, _name(response.error_code))
+                log.info("fetch from broker %d: error %s", self.leader_id, error_name(response.error_code))
                 await asyncio.sleep(settings.backoff_ms / 1000)
                 continue
             self._handle(ready, response, version)
@@ -224,7 +217,7 @@ class ReplicaFetcher:
         else:
             if code not in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH, E.UNKNOWN_LEADER_EPOCH,
                             E.UNKNOWN_TOPIC_OR_PARTITION, E.UNKNOWN_TOPIC_ID):
-                log.info("follower %s-%d: fetch error %s", p.topic, p.partition, _name(code))
+                log.info("follower %s-%d: fetch error %s", p.topic, p.partition, error_name(code))
             self.delayed_until[tp] = time.monotonic() + self.manager.settings.backoff_ms / 1000
 
     def _truncate_diverged(self, p: Partition, epoch: int, end_offset: int) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from broker.cluster.channel import BrokerChannel
 from broker.txn.coordinator import MarkerRequest
 from protocol.api import ApiKey
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, error_name
 
 log = logging.getLogger("kbroker.txn.markers")
 
@@ -180,7 +180,7 @@ class TxnMarkerSender:
             n = send.failures[tp] = send.failures.get(tp, 0) + 1
             if n in (1, 10, 100):
                 log.info("marker of transaction %s for %s-%d: %s (attempt %d); retrying",
-                         send.request.transactional_id, tp[0], tp[1], _name(code), n)
+                         send.request.transactional_id, tp[0], tp[1], error_name(code), n)
             self._retry_later(send, tp)
 
     def close(self) -> None:
@@ -190,10 +190,3 @@ class TxnMarkerSender:
         self._drainers.clear()
         self._queues.clear()
         self._sends.clear()
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)

@@ -93,6 +93,23 @@ def merge(*parts: dict[int, list[bytes]]) -> dict[int, list[bytes]]:
     return out
 
 
+def confluent_transactions(bootstrap: str, topic: str, batches: list[tuple[str, bool, int]],
+                           partitions: int = PARTITIONS) -> Any:
+    """A confluent-kafka transactional producer (id = topic) running ``(prefix, commit, n)`` transactions,
+    values spread round-robin over the partitions; returns the producer."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic})
+    p.init_transactions(30)
+    for prefix, commit, n in batches:
+        p.begin_transaction()
+        for i, v in enumerate(values(prefix, n)):
+            p.produce(topic, value=v, partition=i % partitions)
+        p.flush(30)  # on the broker before an abort (librdkafka drops what it has not sent)
+        (p.commit_transaction if commit else p.abort_transaction)(30)
+    return p
+
+
 def check_isolation(bootstrap: str, topic: str, committed: dict[int, list[bytes]],
                     every: dict[int, list[bytes]]) -> None:
     """read_committed sees exactly the committed records, in order; read_uncommitted sees everything
@@ -105,19 +122,10 @@ def check_isolation(bootstrap: str, topic: str, committed: dict[int, list[bytes]
 
 
 def test_confluent_commit_and_abort_across_partitions(shared_broker: Any) -> None:
-    from confluent_kafka import Producer
-
     bs = shared_broker.bootstrap_servers
     create_topic(bs, "txn-confluent")
-    p = Producer({"bootstrap.servers": bs, "transactional.id": "txn-confluent"})
-    p.init_transactions(30)
     batches = [("c1", True, 30), ("a1", False, 15), ("c2", True, 9), ("a2", False, 6), ("c3", True, 12)]
-    for prefix, commit, n in batches:
-        p.begin_transaction()
-        for i, v in enumerate(values(prefix, n)):
-            p.produce("txn-confluent", value=v, partition=i % PARTITIONS)
-        p.flush(30)  # on the broker before the abort (librdkafka drops what it has not sent)
-        (p.commit_transaction if commit else p.abort_transaction)(30)
+    confluent_transactions(bs, "txn-confluent", batches)
     committed = merge(*[by_partition(values(prefix, n)) for prefix, commit, n in batches if commit])
     every = merge(*[by_partition(values(prefix, n)) for prefix, _, n in batches])
     check_isolation(bs, "txn-confluent", committed, every)
@@ -180,21 +188,12 @@ def test_kafka_python_commit_and_abort_across_partitions(shared_broker: Any) -> 
 
 
 def test_our_consumer_honours_read_committed(shared_broker: Any) -> None:
-    from confluent_kafka import Producer
-
     from client import TopicPartition
     from client.sync import SyncConsumer
 
     bs = shared_broker.bootstrap_servers
     create_topic(bs, "txn-ours", 1)
-    p = Producer({"bootstrap.servers": bs, "transactional.id": "txn-ours"})
-    p.init_transactions(30)
-    for prefix, commit in (("c1", True), ("a1", False), ("c2", True), ("a2", False)):
-        p.begin_transaction()
-        for v in values(prefix, 4):
-            p.produce("txn-ours", value=v, partition=0)
-        p.flush(30)
-        (p.commit_transaction if commit else p.abort_transaction)(30)
+    confluent_transactions(bs, "txn-ours", [("c1", True, 4), ("a1", False, 4), ("c2", True, 4), ("a2", False, 4)], 1)
     end = end_offsets(bs, "txn-ours", 1, 1)[0]
     assert end == 20  # 16 records and 4 markers
     for isolation, expected in (("read_committed", values("c1", 4) + values("c2", 4)),
@@ -467,21 +466,13 @@ def test_transactional_offsets_show_only_after_commit(shared_broker: Any) -> Non
 def test_spark_reader_reads_committed_ranges(shared_broker: Any) -> None:
     """The Spark source's read path with ``kafka.isolation.level=read_committed``: the driver's latest offset
     is the LSO, and an executor's range ends on time even when it ends in markers and aborted records."""
-    from confluent_kafka import Producer
-
     from client.types import TopicPartition
     from spark_jobs._reader import OffsetReader, consumer_kwargs, read_range
 
     bs = shared_broker.bootstrap_servers
     create_topic(bs, "txn-spark", 1)
-    p = Producer({"bootstrap.servers": bs, "transactional.id": "txn-spark"})
-    p.init_transactions(30)
-    for prefix, commit in (("c1", True), ("a1", False), ("c2", True), ("a2", False)):
-        p.begin_transaction()
-        for v in values(prefix, 5):
-            p.produce("txn-spark", value=v, partition=0)
-        p.flush(30)
-        (p.commit_transaction if commit else p.abort_transaction)(30)
+    p = confluent_transactions(bs, "txn-spark", [("c1", True, 5), ("a1", False, 5), ("c2", True, 5),
+                                                 ("a2", False, 5)], 1)
     p.begin_transaction()
     p.produce("txn-spark", value=b"open", partition=0)  # left open: the LSO stays before it
     p.flush(30)

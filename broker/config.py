@@ -127,6 +127,21 @@ class BrokerConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
 
+    # transaction coordinator
+    transaction_state_log_num_partitions: int = 50
+    #: None: 3 in a cluster (as Kafka), 1 for a single broker
+    transaction_state_log_replication_factor: int | None = None
+    #: min.insync.replicas of __transaction_state (at most its replication factor)
+    transaction_state_log_min_isr: int = 2
+    transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
+    #: a transaction past its timeout that was busy (a state change being written) is looked at again after this
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    #: markers and coordinator checks between brokers: request timeout and retry backoff
+    transaction_marker_request_timeout_ms: int = 30_000
+    transaction_marker_retry_backoff_ms: int = 100
+
     # operation
     log_level: str = "INFO"
 
@@ -149,6 +164,12 @@ class BrokerConfig:
     def offsets_replication_factor(self) -> int:
         if self.offsets_topic_replication_factor is not None:
             return self.offsets_topic_replication_factor
+        return 3 if self.cluster else 1
+
+    @property
+    def transaction_state_replication_factor(self) -> int:
+        if self.transaction_state_log_replication_factor is not None:
+            return self.transaction_state_log_replication_factor
         return 3 if self.cluster else 1
 
 
@@ -412,3 +433,7 @@ def validate(config: BrokerConfig) -> None:
         raise ConfigError(f"invalid log setting: {exc.detail}") from None
     if config.offsets_topic_num_partitions < 1:
         raise ConfigError("offsets.topic.num.partitions must be at least 1")
+    if config.transaction_state_log_num_partitions < 1:
+        raise ConfigError("transaction.state.log.num.partitions must be at least 1")
+    if config.transaction_max_timeout_ms < 1:
+        raise ConfigError("transaction.max.timeout.ms must be at least 1")

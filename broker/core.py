@@ -23,7 +23,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller import ControllerSettings
 from broker.cluster.fetcher import FetcherSettings, ReplicaFetcherManager
@@ -49,6 +49,10 @@ from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.metrics import BrokerMetrics, BrokerState
 from protocol.timer_service import WheelTimer
+
+if TYPE_CHECKING:
+    from broker.cluster.image import MetadataImage
+    from broker.txn_service import TransactionService
 
 log = logging.getLogger("kbroker")
 
@@ -143,16 +147,17 @@ class BrokerCore:
             self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
                                               timer=self.timer, partition_count=partition_count)
             self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
+            self.producer_ids = ProducerIdManager(self.metadata)
+            self.txn_service = self._transaction_service(image)
             self.metadata.subscribe(self.replica_manager.on_metadata)
             self.metadata.subscribe(self._on_metadata)
             await self.metadata.start()
             self._remember_cluster_id(meta)
             self.topics = TopicAdmin(self.metadata, self.logs, node_id=config.node_id)
-            self.producer_ids = ProducerIdManager(self.metadata)
             self.apis = KafkaApis(config=config, metrics=self.metrics, faults=self.faults,
-                                  replica=self.replica_manager, groups=self.group_service, topics=self.topics,
-                                  metadata=self.metadata, producer_ids=self.producer_ids, logs=self.logs,
-                                  dynamic=self.dynamic,
+                                  replica=self.replica_manager, groups=self.group_service, txns=self.txn_service,
+                                  topics=self.topics, metadata=self.metadata, producer_ids=self.producer_ids,
+                                  logs=self.logs, dynamic=self.dynamic,
                                   configs=ConfigAdmin(topics=self.topics, metadata=self.metadata,
                                                       dynamic=self.dynamic, logs=self.logs,
                                                       node_id=config.node_id))
@@ -174,17 +179,49 @@ class BrokerCore:
                  config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id,
                  self.kv.description)
 
-    async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:
-        """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
-        coordinator shards finish loading (as a restarted single broker had its groups loaded at once)."""
-        from broker.internal_topics import OFFSETS_TOPIC
+    def _transaction_service(self, image: MetadataImage) -> TransactionService:
+        """The transaction coordinator's service and what it talks to other brokers with: markers to
+        partition leaders, and the leaders' checks with coordinators (the replica manager's verifier)."""
+        from broker.cluster.channel import BrokerChannel
+        from broker.txn.markers import TxnMarkerSender
+        from broker.txn.verifier import TxnVerifier
+        from broker.txn_service import TransactionService
 
         config = self.config
+        bound = self.bound
+        timeout = config.transaction_marker_request_timeout_ms
+
+        def channel(purpose: str) -> BrokerChannel:
+            return BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
+                                 client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout)
+
+        def leader_of(topic: str, partition: int) -> int | None:
+            part = image.partition(topic, partition)
+            return None if part is None or not image.is_alive(part.leader) else part.leader
+
+        self._channels = [channel("txn-markers"), channel("txn-verify")]
+        markers = TxnMarkerSender(self._channels[0], leader_of=leader_of,
+                                  topic_exists=lambda topic: image.topic(topic) is not None,
+                                  retry_backoff_ms=config.transaction_marker_retry_backoff_ms, request_timeout_ms=timeout)
+        service = TransactionService(config=config, replica=self.replica_manager, metrics=self.metrics,
+                                     timer=self.timer, image=image, producer_ids=self.producer_ids, markers=markers,
+                                     offsets_partition=self.group_service.partition_for)
+        verifier = TxnVerifier(self._channels[1], coordinator_of=service.coordinator_node, timeout_ms=timeout)
+        self.replica_manager.txn_verifier = verifier
+        self.group_service.txn_verifier = verifier
+        return service
+
+    async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:
+        """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
+        coordinator shards finish loading (as a restarted single broker had its groups and transactions
+        loaded at once)."""
+        from broker.internal_topics import OFFSETS_TOPIC, internal_topic_spec
+
         if self.metadata.image.topic(OFFSETS_TOPIC) is None:
-            await self.topics.ensure_offsets_topic(config.offsets_topic_num_partitions,
-                                                   config.offsets_replication_factor, timeout_s)
+            await self.topics.ensure_internal_topic(internal_topic_spec(OFFSETS_TOPIC, self.config), timeout_s)
         deadline = time.monotonic() + timeout_s
-        while any(s.loading for s in self.group_service.shards.values()) and time.monotonic() < deadline:
+        while ((self.group_service.runtime.loading or self.txn_service.runtime.loading)
+               and time.monotonic() < deadline):
             await asyncio.sleep(0.01)
 
     def _store(self) -> MetadataKV:
@@ -198,6 +235,11 @@ class BrokerCore:
         return EtcdKV(parse_etcd_url(config.cluster), f"/kbroker/{config.cluster_id}/")
 
     async def _abort_start(self) -> None:
+        for service in ("group_service", "txn_service"):
+            if getattr(self, service, None) is not None:
+                getattr(self, service).close()
+        for channel in getattr(self, "_channels", []):
+            channel.close()
         for part in ("server", "metadata"):
             obj = getattr(self, part, None)
             if obj is None:
@@ -313,14 +355,19 @@ class BrokerCore:
     def _metrics_state(self) -> BrokerState | None:
         if not self.started:
             return None
-        parts = [(plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
-                  plog.high_watermark) for plog in self.logs.logs()]
-        end_offsets = {(t, p): hw for t, p, _, _, _, hw in parts}
+        rm = self.replica_manager
+        parts = []
+        for plog in self.logs.logs():
+            p = rm.partitions.get((plog.topic, plog.partition))
+            lso = plog.last_stable_offset if p is not None and p.is_leader else -1
+            parts.append((plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
+                          plog.high_watermark, lso))
+        end_offsets = {(t, p): hw for t, p, _, _, _, hw, _ in parts}
         from broker.metrics import MAX_LABELLED_GROUPS
 
         groups = list(self.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
+        transactions = list(self.txn_service.collect_metrics())
         image = self.metadata.image
-        rm = self.replica_manager
         offline = sum(1 for p in image.partitions() if p.leader < 0 or not image.is_alive(p.leader))
         cluster = {
             "kbroker_under_replicated_partitions": ("Partitions this broker leads whose ISR is smaller than "
@@ -333,7 +380,7 @@ class BrokerCore:
             "kbroker_metadata_store_connected": ("1 while the metadata store answers",
                                                  int(self.metadata.store_connected)),
         }
-        return BrokerState(parts, groups, cluster, self.fetchers.lag())
+        return BrokerState(parts, groups, transactions, cluster, self.fetchers.lag())
 
     async def stop(self) -> None:
         """Stop (once; a second call waits for the first).  An offline data directory is closed
@@ -363,6 +410,9 @@ class BrokerCore:
             for task in self._tasks:
                 task.cancel()
             self.group_service.close()
+            self.txn_service.close()
+            for channel in self._channels:
+                channel.close()
             await self.replica_manager.stop()
             self.timer.close()
             try:

@@ -23,7 +23,7 @@ from broker.cluster.kv import KVError, KVUnavailableError
 from broker.cluster.metadata import MetadataService
 from broker.cluster.placement import PlacementError, assign_replicas
 from broker.cluster.records import TopicRecord, topic_key
-from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
+from broker.internal_topics import InternalTopicSpec, is_internal_topic
 from broker.log.errors import LogError
 from broker.log.manager import LogManager, validate_topic_name
 from protocol.error_codes import ErrorCode
@@ -33,7 +33,6 @@ log = logging.getLogger("kbroker.topics")
 __all__ = ["TopicAdmin", "TopicError"]
 
 E = ErrorCode
-_OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), "retention.ms": "-1"}
 
 
 @dataclass
@@ -130,17 +129,18 @@ class TopicAdmin:
                  record.partitions, shown, " ..." if record.partitions > len(shown) else "")
         await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)
 
-    async def ensure_offsets_topic(self, partitions: int, replication_factor: int, timeout_s: float) -> int:
-        """Create ``__consumer_offsets`` once enough brokers are alive; E.NONE when it exists (with leaders)."""
-        if self.image.topic(OFFSETS_TOPIC) is None:
-            if len(self.image.brokers) < replication_factor:
+    async def ensure_internal_topic(self, spec: InternalTopicSpec, timeout_s: float) -> int:
+        """Create an internal topic (``__consumer_offsets``, ``__transaction_state``) once enough brokers are
+        alive for its replication factor; E.NONE when it exists (with leaders), as Kafka's FindCoordinator."""
+        if self.image.topic(spec.name) is None:
+            if len(self.image.brokers) < spec.replication_factor:
                 return E.COORDINATOR_NOT_AVAILABLE
             try:
-                record = self.plan(OFFSETS_TOPIC, partitions, replication_factor, None, _OFFSETS_TOPIC_CONFIGS)
+                record = self.plan(spec.name, spec.partitions, spec.replication_factor, None, spec.configs)
                 await self.create(record, timeout_s)
             except TopicError as exc:
                 if exc.code != E.TOPIC_ALREADY_EXISTS:
-                    log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc.message)
+                    log.warning("cannot create %s: %s", spec.name, exc.message)
                     return E.COORDINATOR_NOT_AVAILABLE
         return E.NONE
 
@@ -265,4 +265,5 @@ class TopicAdmin:
         ok = await self._write(lambda: self.metadata.update_topic(record, t.mod_revision), timeout_s)
         if not ok:
             raise TopicError(E.REASSIGNMENT_IN_PROGRESS, "the topic changed meanwhile; retry")
-        await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)
+        # the new partitions by number: the image may still show the topic with its old count
+        await self.wait_until(lambda: self.has_leaders(record.name, range(record.partitions)), timeout_s)

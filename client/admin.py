@@ -8,7 +8,7 @@ from typing import Any
 
 from client.assignors import decode_assignment
 from client.config import AdminConfig, build_config
-from client.coordinator import find_coordinator
+from client.coordinator import TRANSACTION_KEY, find_coordinator
 from client.errors import IllegalStateError, KafkaError
 from client.net import NetworkClient
 from client.offsets import LATEST, fetch_committed, list_offsets
@@ -22,6 +22,8 @@ from client.types import (
     NewTopic,
     PartitionOffsetInfo,
     TopicPartition,
+    TransactionDescription,
+    TransactionListing,
 )
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
@@ -236,6 +238,35 @@ class Admin:
                                                      m.client_host, assigned))
                 out[g.group_id] = GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data,
                                                    members)
+        return out
+
+    async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = ()
+                                ) -> list[TransactionListing]:
+        """Transactional ids of every broker's transaction coordinator (ListTransactions to each)."""
+        md = await self.net.refresh_metadata()
+        nodes = [n for n in (list(md.brokers) or [self.net.least_loaded_node()]) if n is not None]
+        body = {"state_filters": list(states), "producer_id_filters": list(producer_ids), "duration_filter": -1}
+        out: list[TransactionListing] = []
+        for resp in await asyncio.gather(*(self.net.send(n, ApiKey.LIST_TRANSACTIONS, body) for n in nodes)):
+            if resp.error_code:
+                raise KafkaError(resp.error_code, "ListTransactions")
+            out += [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state)
+                    for t in resp.transaction_states]
+        return out
+
+    async def describe_transactions(self, transactional_ids: Iterable[str]) -> dict[str, TransactionDescription]:
+        """State, producer and partitions of each transactional id (DescribeTransactions to its coordinator)."""
+        out: dict[str, TransactionDescription] = {}
+        for tid in transactional_ids:
+            node = await find_coordinator(self.net, tid, TRANSACTION_KEY)
+            resp = await self.net.send(node, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [tid]})
+            for t in resp.transaction_states:
+                if t.error_code:
+                    raise KafkaError(t.error_code, f"describe transaction {t.transactional_id!r}")
+                out[t.transactional_id] = TransactionDescription(
+                    t.transactional_id, t.transaction_state, t.producer_id, t.producer_epoch,
+                    t.transaction_timeout_ms, t.transaction_start_time_ms,
+                    [TopicPartition(x.topic, p) for x in t.topics for p in x.partitions])
         return out
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:

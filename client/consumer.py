@@ -360,6 +360,16 @@ class Consumer:
                 recs = [r._replace(key=kd(r.key) if kd else r.key, value=vd(r.value) if vd else r.value)
                         for r in recs]
             out[tp] = recs
+        for tp, end in list(self._fetcher.skipped.items()):
+            # the fetcher stepped past batches with nothing to hand out (transaction markers, aborted
+            # transactions): once everything before them is handed out, the position follows
+            buf = self._fetcher.buffers.get(tp)
+            if (only is not None and tp not in only) or (buf is not None and buf.records):
+                continue
+            del self._fetcher.skipped[tp]
+            pos = self._positions.get(tp)
+            if pos is not None and tp in self._assignment and pos < end:
+                self._positions[tp] = end
         return out
 
     async def getone(self, *partitions: TopicPartition) -> Record:

@@ -22,7 +22,12 @@ from client.net import ZERO_UUID, NetworkClient
 from client.types import Record, TopicPartition
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.records import CorruptRecordError, decode_record_set
+from protocol.records import (
+    CorruptRecordError,
+    decode_committed_records,
+    decode_record_set,
+    iter_batch_headers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,9 @@ class Fetcher:
         self.buffers: dict[TopicPartition, PartitionBuffer] = {}
         self.paused: set[TopicPartition] = set()
         self.high_watermarks: dict[TopicPartition, int] = {}
+        #: where the fetch position went past batches with nothing to hand out (markers, aborted
+        #: transactions) after the last buffered record: the consumer's position follows once drained
+        self.skipped: dict[TopicPartition, int] = {}
         self.data_ready = asyncio.Event()
         self._wake = asyncio.Event()
         self._loops: dict[int, asyncio.Task[None]] = {}
@@ -68,11 +76,13 @@ class Fetcher:
     def set_position(self, tp: TopicPartition, offset: int) -> None:
         self.fetch_positions[tp] = offset
         self.buffers.pop(tp, None)
+        self.skipped.pop(tp, None)
         self.wake()
 
     def remove(self, tp: TopicPartition) -> None:
         self.fetch_positions.pop(tp, None)
         self.buffers.pop(tp, None)
+        self.skipped.pop(tp, None)
         self.paused.discard(tp)
 
     def take_error(self) -> KafkaError | None:
@@ -173,12 +183,18 @@ class Fetcher:
                     continue
                 self.high_watermarks[tp] = p.high_watermark
                 if p.records:
-                    got_data |= self._append(tp, offset, p.records)
+                    aborted = None
+                    if cfg.isolation == 1:
+                        aborted = [(a.producer_id, a.first_offset) for a in p.get("aborted_transactions") or ()]
+                    got_data |= self._append(tp, offset, p.records, aborted)
         if got_data:
             self.data_ready.set()
         return healthy or got_data
 
-    def _append(self, tp: TopicPartition, offset: int, data: bytes) -> bool:
+    def _append(self, tp: TopicPartition, offset: int, data: bytes,
+                aborted: list[tuple[int, int]] | None = None) -> bool:
+        """Buffer the records of a Fetch answer (``aborted``: read_committed, drop aborted transactions);
+        the fetch position moves past every whole batch, also those with nothing to hand out."""
         buf = self.buffers.get(tp)
         if buf is None:
             buf = self.buffers[tp] = PartitionBuffer()
@@ -186,7 +202,8 @@ class Fetcher:
         added = 0
         next_offset = offset
         try:
-            for r in decode_record_set(data):
+            records = decode_record_set(data) if aborted is None else decode_committed_records(data, aborted)
+            for r in records:
                 if r.offset < offset:
                     continue
                 buf.records.append(Record(topic, partition, r.offset, r.timestamp, r.timestamp_type,
@@ -199,20 +216,16 @@ class Fetcher:
             return False
         if added:
             buf.bytes += len(data)
-            self.fetch_positions[tp] = next_offset
-        else:
-            self._skip_empty(tp, offset, data)
-        return added > 0
-
-    def _skip_empty(self, tp: TopicPartition, offset: int, data: bytes) -> None:
-        """Batches that hold no data records at/after ``offset`` (control batches): step past them."""
-        from protocol.records import iter_batch_headers
-
-        last = None
+            self.skipped.pop(tp, None)
+        end = next_offset
         for _, header in iter_batch_headers(data):
-            last = header
-        if last is not None and last.next_offset > offset:
-            self.fetch_positions[tp] = last.next_offset
+            end = max(end, header.next_offset)
+        self.fetch_positions[tp] = end
+        if end > next_offset:
+            self.skipped[tp] = end
+            if not added:
+                self.data_ready.set()  # nothing to hand out, but the position moved
+        return added > 0
 
     def _partition_error(self, tp: TopicPartition, code: int) -> bool:
         """Handle a partition-level Fetch error; False when the next Fetch should back off."""

@@ -138,3 +138,19 @@ class ConsumerRebalanceListener:
 
 def as_partitions(items: Iterable[TopicPartition | tuple[str, int]]) -> list[TopicPartition]:
     return [TopicPartition(t, p) for t, p in items]
+
+
+class TransactionListing(NamedTuple):
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+class TransactionDescription(NamedTuple):
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_time_ms: int  # -1 when no transaction is open
+    partitions: list[TopicPartition]

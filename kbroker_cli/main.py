@@ -1,4 +1,4 @@
-"""``kbroker``: the admin command line (topics, groups, produce, consume), built on our own client.
+"""``kbroker``: the admin command line (topics, groups, transactions, produce, consume), built on our own client.
 
     kbroker topics list
     kbroker topics create orders --partitions 6 --config retention.ms=86400000
@@ -11,6 +11,8 @@
     kbroker configs alter --topic orders --set retention.ms=3600000 --delete cleanup.policy
     kbroker configs alter --broker-defaults --set log.retention.ms=86400000
     kbroker configs describe --broker 1 --all
+    kbroker transactions list
+    kbroker transactions describe payments-tx
     seq 1 1000 | kbroker produce orders
     kbroker produce orders --file data.txt --key-separator :
     kbroker consume orders --offset beginning --exit --format '%p/%o %k=%s\\n'
@@ -140,6 +142,17 @@ def build_parser() -> argparse.ArgumentParser:
             f.add_argument("--subtract", action="append", default=[], metavar="KEY=VALUE",
                            help="remove from a list config")
             f.add_argument("--validate-only", action="store_true", help="check the change, apply nothing")
+
+    transactions = sub.add_parser("transactions", help="list and describe transactional producers' transactions")
+    xsub = transactions.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    x = xsub.add_parser("list", help="transactional ids with producer id and state")
+    x.add_argument("--state", action="append", default=[], metavar="STATE",
+                   help="only these states (repeatable): Empty, Ongoing, PrepareCommit, PrepareAbort, "
+                        "CompleteCommit, CompleteAbort, PrepareEpochFence")
+    x.add_argument("--json", action="store_true")
+    x = xsub.add_parser("describe", help="state, producer, timeout and partitions of transactional ids")
+    x.add_argument("transactional_id", nargs="+")
+    x.add_argument("--json", action="store_true")
 
     pr = sub.add_parser("produce", help="produce one record per input line")
     pr.add_argument("topic")
@@ -429,6 +442,49 @@ async def cluster_describe(ctx: Ctx, args: argparse.Namespace) -> int:
         for r in rows:
             print(f"\t{r['topic']}-{r['partition']}\tLeader: {r['leader']}\t"
                   f"Replicas: {','.join(map(str, r['replicas']))}\tIsr: {','.join(map(str, r['isr']))}")
+    return EXIT_OK
+
+
+# -- transactions ----------------------------------------------------------------------------------
+
+
+async def transactions_list(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        listed = sorted(await admin.list_transactions(args.state), key=lambda t: t.transactional_id)
+    if args.json:
+        print(json.dumps([{"transactional_id": t.transactional_id, "producer_id": t.producer_id, "state": t.state}
+                          for t in listed]))
+        return EXIT_OK
+    if listed:
+        _table([["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE"]]
+               + [[t.transactional_id, str(t.producer_id), t.state] for t in listed], sys.stdout)
+    return EXIT_OK
+
+
+async def transactions_describe(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        try:
+            found = await admin.describe_transactions(args.transactional_id)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+                raise CliError(f"{exc}: no such transactional id") from None
+            raise
+    now = int(time.time() * 1000)
+    rows = []
+    for tid in args.transactional_id:
+        t = found[tid]
+        rows.append({"transactional_id": tid, "state": t.state, "producer_id": t.producer_id,
+                     "producer_epoch": t.producer_epoch, "timeout_ms": t.timeout_ms,
+                     "start_time_ms": t.start_time_ms,
+                     "duration_ms": now - t.start_time_ms if t.start_time_ms >= 0 else None,
+                     "partitions": [f"{tp.topic}-{tp.partition}" for tp in sorted(t.partitions)]})
+    if args.json:
+        print(json.dumps(rows))
+        return EXIT_OK
+    _table([["TRANSACTIONAL-ID", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS", "DURATION-MS", "PARTITIONS"]]
+           + [[r["transactional_id"], r["state"], str(r["producer_id"]), str(r["producer_epoch"]),
+               str(r["timeout_ms"]), _dash(r["duration_ms"]), ",".join(r["partitions"]) or "-"] for r in rows],
+           sys.stdout)
     return EXIT_OK
 
 
@@ -866,6 +922,8 @@ _COMMANDS = {
     ("groups", "list"): groups_list,
     ("groups", "describe"): groups_describe,
     ("groups", "delete"): groups_delete,
+    ("transactions", "list"): transactions_list,
+    ("transactions", "describe"): transactions_describe,
     ("produce", None): produce,
     ("consume", None): consume,
     ("configs", "describe"): configs_describe,

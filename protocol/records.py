@@ -47,17 +47,21 @@ __all__ = [
     "ZSTD",
     "BatchHeader",
     "BytesLike",
+    "ControlMarker",
     "CorruptRecordError",
     "Record",
     "RecordTuple",
     "compress",
     "crc_ok",
     "decode_batch",
+    "decode_committed_records",
+    "decode_control_marker",
     "decode_record_set",
     "decode_varint",
     "decode_varlong",
     "decompress",
     "encode_batch",
+    "encode_control_marker",
     "encode_varint",
     "iter_batch_headers",
     "parse_batch_header",
@@ -903,3 +907,74 @@ def decode_record_set(
         if header[5] & CONTROL_MASK:
             continue
         yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
+
+
+def decode_committed_records(
+    buf: BytesLike, aborted: Sequence[tuple[int, int]], *,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> Iterator[Record]:
+    """The records a ``read_committed`` consumer sees in a Fetch answer (Kafka's consumer-side filter).
+
+    ``aborted`` is the partition's ``aborted_transactions`` as ``(producer_id, first_offset)``: from a
+    transaction's first offset on, that producer's transactional batches are dropped until its next
+    marker.  Control batches are skipped; a trailing partial batch is ignored.
+    """
+    if type(buf) is not bytes:
+        buf = bytes(buf)
+    pending = sorted((first, pid) for pid, first in aborted)
+    aborting: set[int] = set()
+    i = 0
+    for pos, header in iter_batch_headers(buf):
+        pid = header[9]
+        if header[5] & CONTROL_MASK:
+            aborting.discard(pid)  # its marker ends the producer's transaction
+            continue
+        last = header[0] + header[6]
+        while i < len(pending) and pending[i][0] <= last:
+            aborting.add(pending[i][1])
+            i += 1
+        if header[5] & TRANSACTIONAL_MASK and pid in aborting:
+            continue
+        yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Transaction markers (control batches)
+
+ABORT_MARKER = 0
+COMMIT_MARKER = 1
+_MARKER_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+class ControlMarker(NamedTuple):
+    """A transaction marker: COMMIT (``commit``) or ABORT, written by the coordinator of ``coordinator_epoch``."""
+
+    commit: bool
+    coordinator_epoch: int
+
+
+def encode_control_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                          timestamp_ms: int | None = None) -> bytes:
+    """One control batch holding one COMMIT or ABORT marker (Kafka's ``EndTransactionMarker``):
+    key ``int16 version 0, int16 type`` (0 abort, 1 commit), value ``int16 version 0, int32 coordinator epoch``;
+    the batch is transactional and carries the producer's id and epoch, with no sequence."""
+    key = _MARKER_KEY.pack(0, COMMIT_MARKER if commit else ABORT_MARKER)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    return encode_batch([(key, value, None, timestamp_ms)], producer_id=producer_id, producer_epoch=producer_epoch,
+                        base_sequence=-1, is_transactional=True, is_control=True)
+
+
+def decode_control_marker(buf: BytesLike, pos: int = 0) -> ControlMarker:
+    """The marker of the control batch at ``pos`` (CRC checked); raises CorruptRecordError when the batch is
+    not a well-formed COMMIT/ABORT control batch."""
+    header, records = decode_batch(buf, pos)
+    if not header[5] & CONTROL_MASK or len(records) != 1:
+        raise CorruptRecordError(f"batch at offset {header[0]} is not a transaction marker")
+    key, value = records[0].key, records[0].value
+    if key is None or len(key) < _MARKER_KEY.size or value is None or len(value) < _MARKER_VALUE.size:
+        raise CorruptRecordError(f"malformed control record at offset {header[0]}")
+    version, kind = _MARKER_KEY.unpack_from(key, 0)
+    if version < 0 or kind not in (ABORT_MARKER, COMMIT_MARKER):
+        raise CorruptRecordError(f"unknown control record type {kind} (version {version}) at offset {header[0]}")
+    return ControlMarker(kind == COMMIT_MARKER, _MARKER_VALUE.unpack_from(value, 0)[1])

@@ -64,7 +64,8 @@ delta, producer id, epoch and base sequence, leader epoch — so offsets never
 change; an idempotent producer's batch that loses all its records is kept as an
 empty batch when it is that producer's last one (its sequence survives a restart),
 else dropped.  Control and transactional batches are kept as they are, and so are
-batches that do not decode.
+batches that do not decode; so a cleaned segment carries the aborted-transaction
+index entries of the segments it replaces.
 
 Policy (``needs_cleaning``): a compacted log is cleaned when the dirty share of its
 cleanable bytes exceeds ``min.cleanable.dirty.ratio``, or its oldest dirty data is
@@ -88,6 +89,7 @@ from typing import TYPE_CHECKING
 
 from broker.log._fs import fsync_dir
 from broker.log.segment import Segment, segment_file_name
+from broker.log.txn_index import AbortedTxn, TransactionIndex
 from protocol.records import (
     BATCH_HEADER_SIZE,
     DELETE_HORIZON_MASK,
@@ -109,7 +111,7 @@ WORK_DIR_PREFIX = "cleaning"  # cleaning.<n>/ per pass ("cleaning/" in older dat
 SWAP_SUFFIX = ".swap"
 _READ_CHUNK = 1024 * 1024
 _INT32_MAX = 2147483647
-_FILE_SUFFIXES = (".index", ".timeindex", ".log")  # rename order: the .log last
+_FILE_SUFFIXES = (".index", ".timeindex", ".txnindex", ".log")  # rename order: the .log last
 
 #: Memory one distinct key costs in a pass's key map (a 16-byte digest, its offset and the dict slot,
 #: measured on CPython 3.11); ``log.cleaner.dedupe.buffer.size`` / this = the keys a pass can map.
@@ -170,6 +172,7 @@ class _Source:
     next_offset: int
     fd: int  # a private duplicate, closed by the worker
     index_bytes: int = 0  # the larger of its two indexes
+    aborted: list[AbortedTxn] = field(default_factory=list)  # its transaction index, as captured
 
 
 Group = list[_Source]  # consecutive segments cleaned into one
@@ -305,7 +308,8 @@ class LogCleaner:
         sources: list[_Source] = []
         try:
             for seg in cleanable_segments(log, now):
-                sources.append(_Source(seg, seg.size, seg.next_offset, os.dup(seg.fd), seg.index_bytes))
+                sources.append(_Source(seg, seg.size, seg.next_offset, os.dup(seg.fd), seg.index_bytes,
+                                       list(seg.txn_index.entries)))
         except OSError:
             for src in sources:
                 os.close(src.fd)
@@ -433,6 +437,7 @@ class LogCleaner:
             first = group[0].segment
             first.offset_index.close()
             first.time_index.close()
+            first.txn_index.close()
             for suffix in _FILE_SUFFIXES:
                 _move(new, suffix, os.path.join(directory, segment_file_name(new.base_offset, suffix)))
             new.directory = directory
@@ -490,6 +495,11 @@ def _move(seg: Segment, suffix: str, target: str) -> None:
     if suffix == ".log":
         os.replace(seg.log_path, target)
         seg.log_path = target
+    elif suffix == ".txnindex":
+        if seg.txn_index.exists:
+            seg.txn_index.rename(target)
+        else:
+            seg.txn_index.path = target
     else:
         index = seg.offset_index if suffix == ".index" else seg.time_index
         os.replace(index.path, target)
@@ -559,6 +569,9 @@ def clean(job: CleaningPass) -> None:
         if new is None:
             continue
         new.next_offset = group[-1].next_offset  # offsets stay: the range ends where the old one did
+        aborted = [txn for src in group for txn in src.aborted]
+        if aborted:  # markers and transactional batches are all kept: so is the index
+            new.txn_index = TransactionIndex.write_new(new.txn_index.path, aborted)
         job.cleaned.append((group, new))
         new.seal()
         new.fsync()

@@ -6,7 +6,18 @@
 * ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point, high_watermark, cleaner_offset}``
   (``cleaner_offset``: where the log cleaner's next pass starts, see ``cleaner``);
 * ``leader-epoch-checkpoint`` — the leader-epoch cache (see ``epoch_cache``);
-* ``<offset:020d>.snapshot`` — producer-id state (see ``producer_state``).
+* ``<offset:020d>.snapshot`` — producer-id state (see ``producer_state``);
+* ``<base:020d>.txnindex`` — aborted transactions per segment (see ``txn_index``).
+
+Transactions: transactional batches open a producer's transaction in the
+partition; a COMMIT/ABORT control batch written by :meth:`PartitionLog.append_marker`
+(or copied by a follower) closes it, and an aborted one is indexed in the segment
+holding its marker.  The *last stable offset* (LSO) is the high watermark, or the
+first offset of the oldest open transaction if that is lower: ``read_committed``
+consumers read below it, with the aborted transactions of that range
+(:meth:`PartitionLog.aborted_transactions`).  Recovery rebuilds the open
+transactions and the index entries of the range it replays from the newest
+producer snapshot, so both survive a kill -9; a truncation replays the same way.
 
 Replication: the *high watermark* (HW) is the offset below which every in-sync
 replica has the data; consumers read only below it.  The partition's leader
@@ -66,12 +77,14 @@ from broker.log.errors import (
     CorruptMessageError,
     InvalidRecordError,
     InvalidTimestampError,
+    InvalidTxnStateError,
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
 )
-from broker.log.producer_state import ProducerStateManager
+from broker.log.producer_state import CompletedTxn, ProducerStateManager, VerificationGuard
 from broker.log.segment import FileSlice, Segment, SegmentRecovery, TornBatch
+from broker.log.txn_index import AbortedTxn
 from protocol.records import (
     BATCH_HEADER_SIZE,
     TIMESTAMP_TYPE_MASK,
@@ -79,6 +92,8 @@ from protocol.records import (
     CorruptRecordError,
     crc_ok,
     decode_batch,
+    decode_control_marker,
+    encode_control_marker,
     parse_batch_header,
     stamp_base_offset,
     stamp_leader_epoch,
@@ -333,17 +348,49 @@ class PartitionLog:
             raise self._dir_failure.report("checkpoint write", path, exc) from exc
         self._checkpointed = state
 
-    def _rebuild_producer_state(self, report: RecoveryReport) -> None:
+    def _rebuild_producer_state(self, report: RecoveryReport | None = None) -> None:
+        """Producer state (and open transactions) from the newest snapshot at or below the log end,
+        plus the batches after it; the aborted-transaction index entries of that range are rebuilt
+        on the way (they are dropped first, so a replay never indexes a transaction twice)."""
         leo = self.log_end_offset
         snap = self.producer_state.load_latest(leo)
-        report.producer_snapshot = snap
         start = self._log_start if snap is None else max(snap, self._log_start)
+        for seg in self._segments:
+            entries = seg.txn_index.entries
+            if entries and entries[-1].last_offset >= start:
+                seg.txn_index.truncate_to(start)
         n = 0
-        for _seg, _pos, hdr in self._iter_headers_from(start):
-            if hdr.producer_id >= 0 and hdr.last_offset >= start:
+        for seg, pos, hdr in self._iter_headers_from(start):
+            if hdr.producer_id < 0 or hdr.last_offset < start:
+                continue
+            if hdr.is_control:
+                try:
+                    marker = decode_control_marker(os.pread(seg.fd, hdr.size, pos))
+                except CorruptRecordError as exc:
+                    logger.warning("%s: unreadable control batch at offset %d: %s", self.name, hdr.base_offset, exc)
+                    continue
+                self._complete_txn(seg, hdr.producer_id, hdr.producer_epoch, marker.coordinator_epoch,
+                                   not marker.commit, hdr.base_offset, hdr.max_timestamp)
+            else:
                 self.producer_state.update(hdr, hdr.base_offset, hdr.max_timestamp)
-                n += 1
-        report.producer_batches_replayed = n
+            n += 1
+        if report is not None:
+            report.producer_snapshot = snap
+            report.producer_batches_replayed = n
+
+    def _complete_txn(self, seg: Segment, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                      aborted: bool, marker_offset: int, timestamp: int) -> CompletedTxn | None:
+        """A marker at ``marker_offset`` (in ``seg``) closes a transaction; index it if aborted."""
+        done = self.producer_state.complete_txn(producer_id, producer_epoch, coordinator_epoch, aborted,
+                                                marker_offset, timestamp)
+        if done is not None and done.aborted:
+            first_unstable = self.producer_state.first_unstable_offset()
+            lso = marker_offset + 1 if first_unstable is None else min(first_unstable, marker_offset + 1)
+            try:
+                seg.txn_index.append(AbortedTxn(producer_id, done.first_offset, marker_offset, lso))
+            except OSError as exc:
+                raise self._dir_failure.report("transaction index write", seg.txn_index.path, exc) from exc
+        return done
 
     # ============================================================ properties
     @property
@@ -358,6 +405,26 @@ class PartitionLog:
     def high_watermark(self, offset: int) -> None:
         """Set by the partition's replication state; kept within [log start, log end]."""
         self._hw = max(self._log_start, min(offset, self.log_end_offset))
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What ``read_committed`` consumers may read below: the high watermark, or the first offset of
+        the oldest open transaction if lower (never below the log start)."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        hw = self._hw
+        if first_unstable is None or first_unstable >= hw:
+            return hw
+        return max(first_unstable, self._log_start)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions with records in ``[fetch_offset, upper_bound)`` (a read_committed Fetch)."""
+        out: list[AbortedTxn] = []
+        for seg in self._segments[self._segment_index_for(fetch_offset):]:
+            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
+            out += found
+            if complete or seg.base_offset >= upper_bound:
+                break
+        return out
 
     @property
     def log_start_offset(self) -> int:
@@ -396,12 +463,16 @@ class PartitionLog:
         return self._dir_failure
 
     # ================================================================ append
-    def append(self, batch: bytes | bytearray | memoryview) -> AppendResult:
-        """Validate, stamp and write one client (or coordinator) record batch.
+    def append(self, batch: bytes | bytearray | memoryview, *, coordinator: bool = False,
+               verification: VerificationGuard | None = None) -> AppendResult:
+        """Validate, stamp and write one client (or, with ``coordinator``, coordinator) record batch.
 
+        A transactional batch that would open its producer's transaction here needs ``verification``,
+        the guard of a successful check with the transaction coordinator (coordinator writes are
+        checked by their coordinator and carry no sequence numbers).
         Raises ``CorruptMessageError``, ``InvalidRecordError``, ``MessageTooLargeError``,
-        ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``;
-        nothing is written when it raises.  A bytearray is stamped in place.
+        ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``,
+        ``InvalidTxnStateError``; nothing is written when it raises.  A bytearray is stamped in place.
         ``KafkaStorageError`` when the log directory is offline or goes offline (a failed
         write, or a failed fsync of a ``flush.messages`` flush).
         """
@@ -434,7 +505,7 @@ class PartitionLog:
                                      f"recordsCount {h.records_count}")
         if h.is_control:
             raise InvalidRecordError("clients may not write control batches")
-        if h.producer_id >= 0 and h.base_sequence < 0:
+        if h.producer_id >= 0 and h.base_sequence < 0 and not coordinator:
             raise InvalidRecordError(f"producer id {h.producer_id} with base sequence {h.base_sequence}")
         now = self.clock()
         if config.log_append_time:
@@ -447,10 +518,14 @@ class PartitionLog:
                                 or now - h.base_timestamp > config.timestamp_before_max_ms):
                 raise InvalidTimestampError(f"timestamp {max_ts} out of range at broker time {now}")
         if h.producer_id >= 0:
-            dup = self.producer_state.check(h)
+            dup = self.producer_state.check(h, sequenced=not coordinator)
             if dup is not None:
                 return AppendResult(dup.base_offset, dup.last_offset,
                                     now if config.log_append_time else -1, self._log_start, True)
+            if h.is_transactional and not coordinator and not self.producer_state.verified(h, verification):
+                raise InvalidTxnStateError(f"producer {h.producer_id}: {self.name} is not part of its transaction")
+        elif h.is_transactional:
+            raise InvalidRecordError("a transactional batch needs a producer id")
 
         base = self._segments[-1].next_offset
         last = base + h.last_offset_delta
@@ -461,6 +536,26 @@ class PartitionLog:
         if self._unflushed_messages >= config.flush_messages:
             self.flush()
         return AppendResult(base, last, now if config.log_append_time else -1, self._log_start)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> AppendResult:
+        """Write a COMMIT or ABORT marker for ``producer_id`` (a leader handling WriteTxnMarkers, or a
+        coordinator ending a transaction in its own partition); closes its transaction here.
+
+        Raises ``InvalidProducerEpochError`` for an epoch older than the producer's and
+        ``TransactionCoordinatorFencedError`` for a coordinator older than the last marker's.
+        """
+        self._dir_failure.check()
+        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        now = self.clock()
+        buf = bytearray(encode_control_marker(producer_id, producer_epoch, commit, coordinator_epoch, now))
+        base = self._segments[-1].next_offset
+        self._write_batch(buf, base, base, now, now, stamp=True)
+        self._complete_txn(self._segments[-1], producer_id, producer_epoch, coordinator_epoch, not commit, base, now)
+        self._unflushed_messages += 1
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return AppendResult(base, base, now if self.config.log_append_time else -1, self._log_start)
 
     def _write_batch(self, buf: bytearray | memoryview, base: int, last: int, max_ts: int, now: int, *,
                      stamp: bool) -> None:
@@ -522,7 +617,16 @@ class PartitionLog:
             if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
             self._write_batch(view[pos:pos + size], h.base_offset, last, h.max_timestamp, now, stamp=False)
-            if h.producer_id >= 0 and not h.is_control:
+            if h.producer_id >= 0 and h.is_control:
+                try:
+                    marker = decode_control_marker(view[pos:pos + size])
+                except CorruptRecordError as exc:
+                    logger.warning("%s: unreadable control batch from the leader at offset %d: %s", self.name,
+                                   h.base_offset, exc)
+                else:
+                    self._complete_txn(self._segments[-1], h.producer_id, h.producer_epoch,
+                                       marker.coordinator_epoch, not marker.commit, h.base_offset, now)
+            elif h.producer_id >= 0:
                 self.producer_state.update(h, h.base_offset, h.max_timestamp, now)
             self._unflushed_messages += h.records_count
             n += 1
@@ -551,10 +655,7 @@ class PartitionLog:
                 break
         seg.truncate_to(position)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
-        self.producer_state.truncate_above(self.log_end_offset)
-        for snap in self.producer_state.snapshot_offsets():
-            if snap > self.log_end_offset:
-                self.producer_state._remove(snap)
+        self._rebuild_producer_state()  # drops the snapshots above the new end, replays up to it
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._hw = min(self._hw, self.log_end_offset)
         self._cleaner_offset = min(self._cleaner_offset, self.log_end_offset)  # what follows is not cleaned
@@ -573,8 +674,7 @@ class PartitionLog:
         self._bases = [offset]
         self._log_start = self._recovery_point = self._hw = self._cleaner_offset = offset
         self.epoch_cache.clear()
-        self.producer_state.producers = {}
-        self.producer_state.changed = True
+        self.producer_state.clear()
         for snap in self.producer_state.snapshot_offsets():
             self.producer_state._remove(snap)
         self._write_checkpoint()
@@ -885,6 +985,8 @@ class PartitionLog:
                 for fd, path in ((seg.fd, seg.log_path), (seg.offset_index._fd, seg.offset_index.path),
                                  (seg.time_index._fd, seg.time_index.path)):
                     files.append((os.dup(fd), path))
+                if seg.txn_index.exists:
+                    files.append((os.dup(seg.txn_index.fd), seg.txn_index.path))
                 segments.append((seg, seg.size))
         except BaseException:
             FlushTicket(files, -1).close()

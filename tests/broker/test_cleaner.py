@@ -312,7 +312,7 @@ def _cleaned_reference(tmp_path: Path) -> tuple[dict[int, bytes], dict[int, byte
         lm.maintenance()
         assert lm.cleaner.wait_idle(30)
         cleaned = lm.cleaner._done[0].cleaned
-        moves = 2 * 3 * len(cleaned)
+        moves = 2 * len(cleaner._FILE_SUFFIXES) * len(cleaned)
         lm.apply_cleaned()
         return old, _segment_bytes(log), moves, cleaned[0][1].base_offset
 
@@ -365,7 +365,7 @@ def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path,
             assert sorted(got) == sorted(old)
             for base, data in got.items():
                 assert data in (old[base], new[base]), (crash_at, base)
-            if crash_at >= 3:  # the first cleaned segment's .log.swap was in place: committed
+            if crash_at >= len(cleaner._FILE_SUFFIXES):  # the first cleaned segment's .log.swap was in place: committed
                 assert got[first] == new[first]
             if crash_at == moves:
                 assert got == new

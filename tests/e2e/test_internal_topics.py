@@ -132,7 +132,14 @@ def test_init_producer_id_always_hands_out_a_fresh_id(broker: BrokerThread, vers
         third = init(first[0], 32767)
         assert second[1] == third[1] == 0
         assert len({first[0], second[0], third[0]}) == 3
-        # transactional requests keep their answer
-        resp = client.request(ApiKey.INIT_PRODUCER_ID, version, {
-            "transactional_id": "tx", "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1})
-        assert resp.error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # a transactional id goes to its coordinator, which bumps that id's epoch
+        found = client.request(ApiKey.FIND_COORDINATOR, 3, {"key": f"tx-{version}", "key_type": 1})
+        assert found.error_code == E.NONE and found.node_id == 1
+        epochs = []
+        for _ in range(2):
+            resp = client.request(ApiKey.INIT_PRODUCER_ID, version, {
+                "transactional_id": f"tx-{version}", "transaction_timeout_ms": 60000, "producer_id": -1,
+                "producer_epoch": -1})
+            assert resp.error_code == E.NONE and resp.producer_id not in (first[0], second[0], third[0])
+            epochs.append((resp.producer_id, resp.producer_epoch))
+        assert epochs[1] == (epochs[0][0], epochs[0][1] + 1)

@@ -1,11 +1,13 @@
-"""Configuration of the classic group coordinator (Kafka's ``group.*`` / ``offsets.*`` settings).
+"""Configuration of the group coordinator (classic and consumer groups) (Kafka's ``group.*`` / ``offsets.*`` settings).
 
 Defaults are Kafka's (``GroupCoordinatorConfig``), see the protocol notes §4.8.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from .consumer_group import ConsumerGroupConfig
 
 __all__ = ["GroupConfig"]
 
@@ -23,3 +25,5 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300_000
     offsets_topic_num_partitions: int = 50
     offsets_retention_check_interval_ms: int = 600_000
+    #: KIP-848 consumer groups (``group.consumer.*``)
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)

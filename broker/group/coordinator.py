@@ -67,6 +67,7 @@ from broker.coordinator_write import (
 from protocol.error_codes import ErrorCode
 
 from .config import GroupConfig
+from .consumer_group import TIMER_KINDS, ConsumerGroup, ConsumerGroups, TopicCatalog
 from .model import Group, GroupState, Member, OffsetEntry
 from .partitioning import coordinator_partition
 from .records import (
@@ -187,11 +188,15 @@ class GroupCoordinator:
     def __init__(self, config: GroupConfig | None = None, *, now_ms: int = 0,
                  partition_count: Callable[[str], int | None] | None = None,
                  member_id_factory: Callable[[str], str] = _default_member_id,
-                 wheel_factory: Callable[[int], Any] | None = None) -> None:
+                 wheel_factory: Callable[[int], Any] | None = None,
+                 topics: TopicCatalog | None = None) -> None:
         self.config = config or GroupConfig()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetEntry]] = {}
         self.timers = KeyedTimers(now_ms, wheel_factory)
+        #: the KIP-848 consumer groups of this shard (one shard holds both kinds; ids are unique across them)
+        self.consumer = ConsumerGroups(self.config.consumer, topics or _NoTopics(), self.timers,
+                                       is_classic_group=self._classic_in_use)
         self._partition_count = partition_count
         self._new_member_id = member_id_factory
         self._fx = Effects()
@@ -303,7 +308,7 @@ class GroupCoordinator:
                         del self.offsets[group_id]
             else:
                 self.offsets.setdefault(group_id, {})[tp] = entry
-                if group_id not in self.groups:
+                if group_id not in self.groups and group_id not in self.consumer.groups:
                     self.groups[group_id] = Group(group_id, self._now)  # a "simple" group, as on replay
 
     def write_committed(self, now_ms: int, write_id: int) -> Effects:
@@ -348,7 +353,14 @@ class GroupCoordinator:
 
     def handle(self, api_key: int, now_ms: int, api_version: int, request: Request, token: Hashable,
                *, client_id: str = "", client_host: str = "") -> Effects:
-        """Dispatch by Kafka API key (8, 9, 11-16, 28, 42, 47)."""
+        """Dispatch by Kafka API key (8, 9, 11-16, 28, 42, 47, 68, 69)."""
+        if api_key == 68:
+            return self.consumer_group_heartbeat(now_ms, api_version, request, token, client_id=client_id,
+                                                 client_host=client_host)
+        if api_key in (11, 12, 13, 14) and (request.get("group_id") or "") in self.consumer.groups:
+            fx = self._classic_on_consumer_group(api_key, now_ms, api_version, request, token)
+            if fx is not None:
+                return fx
         if api_key == 11:
             return self.join_group(now_ms, api_version, request, token,
                                    client_id=client_id, client_host=client_host)
@@ -356,6 +368,87 @@ class GroupCoordinator:
         if handler is None:
             raise ValueError(f"API key {api_key} is not a group-coordinator API")
         return handler(self, now_ms, api_version, request, token)
+
+    # ============================================================================ consumer groups (KIP-848)
+
+    def consumer_group_heartbeat(self, now_ms: int, api_version: int, request: Request, token: Hashable, *,
+                                 client_id: str = "", client_host: str = "") -> Effects:
+        """ConsumerGroupHeartbeat v0-1 (see :mod:`broker.group.consumer_group`); the reply waits for its records."""
+        self._begin(now_ms)
+        gid = request.get("group_id") or ""
+        classic = self.groups.get(gid)
+        if (classic is not None and not classic.members and classic.state is not DEAD and gid not in self._deleting
+                and request.get("member_epoch") == 0):
+            # an Empty classic group (offsets only) becomes a consumer group, as Kafka converts it
+            del self.groups[gid]
+            self._write(self._partition(gid)).write.records.append((encode_group_metadata_key(gid), None))
+        response = self.consumer.heartbeat(now_ms, api_version, request, client_id, client_host)
+
+        def failed(_pw: _PendingWrite, append_error: ErrorCode) -> None:
+            response.update(error_code=group_write_error(append_error), assignment=None)
+
+        self._after_writes(self._consumer_writes(), token, response, failed)
+        return self._finish()
+
+    def consumer_group_describe(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """ConsumerGroupDescribe v0-1."""
+        self._begin(now_ms)
+        self._reply(token, {"throttle_time_ms": 0,
+                            "groups": self.consumer.describe(api_version, request.get("group_ids") or ())})
+        return self._finish()
+
+    def metadata_changed(self, now_ms: int) -> Effects:
+        """Topics were created, deleted or changed: consumer groups refresh their subscriptions (and targets)."""
+        self._begin(now_ms)
+        self.consumer.metadata_changed(now_ms)
+        self._consumer_writes()
+        return self._finish()
+
+    def _consumer_writes(self) -> list[_PendingWrite]:
+        """Put the records the consumer groups emitted into this call's writes."""
+        writes: dict[int, _PendingWrite] = {}
+        for gid, key, value in self.consumer.drain():
+            partition = self._partition(gid)
+            pw = writes.get(partition)
+            if pw is None:
+                pw = writes[partition] = self._write(partition)
+            pw.write.records.append((key, value))
+        return list(writes.values())
+
+    def _classic_in_use(self, group_id: str) -> bool:
+        """A classic group with members (or being deleted) holds ``group_id``."""
+        group = self.groups.get(group_id)
+        return group is not None and (bool(group.members) or group.state is DEAD or group_id in self._deleting)
+
+    def _classic_on_consumer_group(self, api_key: int, now_ms: int, version: int, request: Request,
+                                   token: Hashable) -> Effects | None:
+        """A classic-protocol request naming a consumer group: Kafka's errors (INCONSISTENT_GROUP_PROTOCOL for
+        JoinGroup, UNKNOWN_MEMBER_ID for the rest); an Empty consumer group is converted by a JoinGroup
+        (None: go on with the classic request)."""
+        group = self.consumer.groups[request.get("group_id")]
+        self._begin(now_ms)
+        if not group.members and api_key == 11:
+            self.consumer.delete(group)
+            self._consumer_writes()
+            fx = self._finish()
+            more = self.join_group(now_ms, version, request, token)
+            more.writes[:0] = fx.writes
+            return more
+        if api_key == 11:
+            self._join_error(_Join(version, token, group.group_id, request.get("member_id") or "", None, 0, 0, "",
+                                   (), "", ""), E.INCONSISTENT_GROUP_PROTOCOL)
+        elif api_key == 14:
+            self._reply(token, _sync_response(version, E.UNKNOWN_MEMBER_ID))
+        elif api_key == 12:
+            self._reply(token, _heartbeat_response(version, E.UNKNOWN_MEMBER_ID))
+        else:
+            resp: Response = {"error_code": E.UNKNOWN_MEMBER_ID}
+            if version >= 1:
+                resp["throttle_time_ms"] = 0
+            if version >= 3:
+                resp["members"] = []
+            self._reply(token, resp)
+        return self._finish()
 
     # ============================================================================ JoinGroup
 
@@ -920,7 +1013,10 @@ class GroupCoordinator:
             if key in self.timers:
                 continue  # re-armed by an earlier timer of this batch: no longer due
             kind = key[0]
-            if kind == _HEARTBEAT:
+            if kind in TIMER_KINDS:
+                self.consumer.on_timer(now_ms, key)
+                self._consumer_writes()
+            elif kind == _HEARTBEAT:
                 self._on_session_expired(key[1], key[2])
             elif kind == _JOIN:
                 group = self.groups.get(key[1])
@@ -997,7 +1093,10 @@ class GroupCoordinator:
 
         group = self.groups.get(group_id)
         error: ErrorCode | None
-        if group is None:
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.validate_offset_commit(consumer_group, member_id, generation)
+        elif group is None:
             # generation < 0: a "simple" group, created when the commit is applied
             error = None if generation < 0 else E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
         else:
@@ -1154,6 +1253,12 @@ class GroupCoordinator:
             stable = bool(g("require_stable"))
             for req_group in g("groups") or ():
                 gid = req_group.get("group_id") or ""
+                consumer_group = self.consumer.groups.get(gid) if v >= 9 else None
+                error = None if consumer_group is None else self.consumer.validate_offset_fetch(
+                    consumer_group, req_group.get("member_id"), req_group.get("member_epoch", -1))
+                if error is not None:
+                    groups.append({"group_id": gid, "topics": [], "error_code": error})
+                    continue
                 groups.append({"group_id": gid, "topics": self._fetch_topics(gid, req_group.get("topics"), v, stable),
                                "error_code": E.NONE})
             self._reply(token, {"throttle_time_ms": 0, "groups": groups})
@@ -1210,12 +1315,13 @@ class GroupCoordinator:
         out = []
         for gid in request.get("groups") or ():
             group = self._committed_group(gid)
-            if group is None:
+            if group is None or gid in self.consumer.groups:
                 entry: Response = {"error_code": E.GROUP_ID_NOT_FOUND if v >= 6 else E.NONE, "group_id": gid,
                                    "group_state": DEAD.value, "protocol_type": "", "protocol_data": "",
                                    "members": []}
                 if v >= 6:
-                    entry["error_message"] = f"Group {gid} not found."
+                    entry["error_message"] = f"Group {gid} is not a classic group." if gid in self.consumer.groups \
+                        else f"Group {gid} not found."
             else:
                 state = EMPTY if gid in self._deleting else group.state
                 stable = state is STABLE
@@ -1256,12 +1362,22 @@ class GroupCoordinator:
         states = {s.lower() for s in request.get("states_filter") or ()} if v >= 4 else set()
         types = {t.lower() for t in request.get("types_filter") or ()} if v >= 5 else set()
         out = []
+        if not types or "consumer" in types:
+            for cg in self.consumer.groups.values():
+                if states and cg.state.lower() not in states:
+                    continue
+                entry: Response = {"group_id": cg.group_id, "protocol_type": "consumer"}
+                if v >= 4:
+                    entry["group_state"] = cg.state
+                if v >= 5:
+                    entry["group_type"] = "consumer"
+                out.append(entry)
         if not types or "classic" in types:
             for group in self.groups.values():
                 state = EMPTY if self._deleting.get(group.group_id) is group else group.state
                 if state is DEAD or (states and state.value.lower() not in states):
                     continue
-                entry: Response = {"group_id": group.group_id, "protocol_type": group.protocol_type or ""}
+                entry = {"group_id": group.group_id, "protocol_type": group.protocol_type or ""}
                 if v >= 4:
                     entry["group_state"] = state.value
                 if v >= 5:
@@ -1283,7 +1399,14 @@ class GroupCoordinator:
         for gid in request.get("groups_names") or ():
             group = self.groups.get(gid)
             entry: Response = {"group_id": gid, "error_code": E.NONE}
-            if (group is None and not self._has_offsets(gid)) or (group is not None and group.state is DEAD):
+            consumer_group = self.consumer.groups.get(gid)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    entry["error_code"] = E.NON_EMPTY_GROUP
+                else:
+                    pw = self._delete_consumer_group(consumer_group)
+                    waits.setdefault(pw.write.write_id, (pw, []))[1].append(entry)
+            elif (group is None and not self._has_offsets(gid)) or (group is not None and group.state is DEAD):
                 entry["error_code"] = E.GROUP_ID_NOT_FOUND
             elif group is not None and group.state is not EMPTY:
                 entry["error_code"] = E.NON_EMPTY_GROUP
@@ -1323,6 +1446,16 @@ class GroupCoordinator:
             pw.on_fail.append(lambda _error: self._group_kept(group, before))
         return pw
 
+    def _delete_consumer_group(self, group: ConsumerGroup) -> _PendingWrite:
+        """Tombstone an Empty consumer group's offsets and records."""
+        pw = self._write(self._partition(group.group_id))
+        for tp in sorted(set(self.offsets.get(group.group_id, ())) | set(self._pending_offsets.get(group.group_id, ()))):
+            self._write_offset(pw, group.group_id, tp, None)
+        self.consumer.delete(group)
+        self._consumer_writes()
+        self._fx.removed_groups.append(group.group_id)
+        return pw
+
     def _group_deleted(self, group: Group) -> None:
         gid = group.group_id
         if self._deleting.get(gid) is group:
@@ -1347,7 +1480,11 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         top: ErrorCode = E.NONE
         subscribed: frozenset[str] | None = None
-        if (group is None and not self._has_offsets(group_id)) or (group is not None and group.state is DEAD):
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                subscribed = consumer_group.subscribed_names()
+        elif (group is None and not self._has_offsets(group_id)) or (group is not None and group.state is DEAD):
             top = E.GROUP_ID_NOT_FOUND
         elif group is not None and group.state is not EMPTY:
             if group.protocol_type == "consumer":
@@ -1400,7 +1537,11 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             skip: frozenset[str] = frozenset()
             use_state_ts = False
-            if group is None or group.protocol_type is None:
+            consumer_group = self.consumer.groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    continue  # a live consumer group keeps its offsets
+            elif group is None or group.protocol_type is None:
                 pass  # standalone consumer: retention counts from each commit
             elif group.state is EMPTY:
                 use_state_ts = group.current_state_timestamp >= 0
@@ -1433,6 +1574,10 @@ class GroupCoordinator:
             if (group.state is EMPTY and not group.pending_members and group_id not in self.offsets
                     and group_id not in busy):
                 self._delete_group(group_id)
+        for consumer_group in list(self.consumer.groups.values()):
+            if not consumer_group.members and consumer_group.group_id not in self.offsets \
+                    and consumer_group.group_id not in busy:
+                self._delete_consumer_group(consumer_group)
 
     # ============================================================================ loading
 
@@ -1443,6 +1588,7 @@ class GroupCoordinator:
         """
         k = decode_key(key)
         if k is None:
+            self.consumer.replay(key, value)
             return
         if k.record_type == GROUP_METADATA_KEY_TYPE:
             if value is None:
@@ -1494,9 +1640,12 @@ class GroupCoordinator:
     def complete_load(self, now_ms: int) -> Effects:
         """After replay: arm a session timer for every reloaded member (Kafka's onLoaded)."""
         self._begin(now_ms)
+        for gid in [gid for gid, group in self.groups.items() if gid in self.consumer.groups and not group.members]:
+            del self.groups[gid]  # the "simple" group of a consumer group's offsets
         for group in self.groups.values():
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)
+        self.consumer.complete_load(now_ms)
         return self._finish()
 
     _BY_KEY: dict[int, Callable[..., Effects]] = {}
@@ -1513,7 +1662,21 @@ GroupCoordinator._BY_KEY = {
     16: GroupCoordinator.list_groups,
     42: GroupCoordinator.delete_groups,
     47: GroupCoordinator.offset_delete,
+    69: GroupCoordinator.consumer_group_describe,
 }
+
+
+class _NoTopics:
+    """The topic catalog of a coordinator built without one: no topics."""
+
+    def topic_id(self, name: str) -> Any:
+        return None
+
+    def partition_count(self, name: str) -> int | None:
+        return None
+
+    def topic_names(self) -> Iterable[str]:
+        return ()
 
 
 # ============================================================================ response shapes

@@ -62,7 +62,7 @@ E = ErrorCode
 _CLIENT_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 #: APIs whose codecs exist but which this broker does not advertise or serve.
-NOT_SERVED = {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+NOT_SERVED: set[ApiKey] = set()
 #: KAFKA-18659: librdkafka disables compression unless Produce advertises min version 0.
 ADVERTISED_MIN = {ApiKey.PRODUCE: 0}
 #: How long Metadata waits for auto-created topics, and FindCoordinator for the offsets topic, to get leaders.
@@ -162,6 +162,8 @@ class KafkaApis:
             ApiKey.LIST_GROUPS: groups.handle,
             ApiKey.DELETE_GROUPS: groups.handle,
             ApiKey.OFFSET_DELETE: groups.handle,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle,
             ApiKey.TXN_OFFSET_COMMIT: groups.handle,
             ApiKey.ADD_PARTITIONS_TO_TXN: txns.handle,
             ApiKey.ADD_OFFSETS_TO_TXN: txns.handle,

@@ -122,6 +122,15 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     group_max_size: int = 2**31 - 1
+    # KIP-848 consumer groups (Kafka's group.consumer.* with its bounds)
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_assignors: str = "uniform,range"
+    group_consumer_max_size: int = 2**31 - 1
     offsets_topic_num_partitions: int = 50
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
@@ -437,3 +446,36 @@ def validate(config: BrokerConfig) -> None:
         raise ConfigError("transaction.state.log.num.partitions must be at least 1")
     if config.transaction_max_timeout_ms < 1:
         raise ConfigError("transaction.max.timeout.ms must be at least 1")
+    _validate_consumer_groups(config)
+
+
+def consumer_group_assignors(config: BrokerConfig) -> tuple[str, ...]:
+    """``group.consumer.assignors`` as names (the first is the default)."""
+    return tuple(n.strip() for n in config.group_consumer_assignors.split(",") if n.strip())
+
+
+def _validate_consumer_groups(config: BrokerConfig) -> None:
+    """Kafka's GroupCoordinatorConfig checks of the ``group.consumer.*`` settings."""
+    from broker.group.assignors import ASSIGNORS
+
+    c = config
+    for name in ("heartbeat_interval_ms", "session_timeout_ms"):
+        value = getattr(c, f"group_consumer_{name}")
+        low, high = getattr(c, f"group_consumer_min_{name}"), getattr(c, f"group_consumer_max_{name}")
+        dotted = "group.consumer." + name.replace("_", ".")
+        if low < 1:
+            raise ConfigError(f"group.consumer.min.{name.replace('_', '.')} must be at least 1")
+        if not low <= value <= high:
+            raise ConfigError(f"{dotted} ({value}) must be between group.consumer.min.{name.replace('_', '.')} "
+                              f"({low}) and group.consumer.max.{name.replace('_', '.')} ({high})")
+    if c.group_consumer_heartbeat_interval_ms >= c.group_consumer_session_timeout_ms:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    names = consumer_group_assignors(c)
+    if not names:
+        raise ConfigError("group.consumer.assignors must name at least one assignor")
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if unknown:
+        raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {', '.join(unknown)} "
+                          f"(known: {', '.join(ASSIGNORS)})")
+    if c.group_consumer_max_size < 1:
+        raise ConfigError("group.consumer.max.size must be at least 1")

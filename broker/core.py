@@ -89,7 +89,7 @@ class BrokerCore:
     async def start(self) -> None:
         from broker.apis import KafkaApis
         from broker.config_admin import ConfigAdmin
-        from broker.group_service import GroupService
+        from broker.group_service import GroupService, ImageTopics
         from broker.producer_ids import ProducerIdManager
         from broker.replica_manager import ReplicaManager
         from broker.server import KafkaServer
@@ -145,12 +145,14 @@ class BrokerCore:
                 return None if t is None else t.partition_count
 
             self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
-                                              timer=self.timer, partition_count=partition_count)
+                                              timer=self.timer, partition_count=partition_count,
+                                              topics=ImageTopics(image))
             self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
             self.producer_ids = ProducerIdManager(self.metadata)
             self.txn_service = self._transaction_service(image)
             self.metadata.subscribe(self.replica_manager.on_metadata)
             self.metadata.subscribe(self._on_metadata)
+            self.metadata.subscribe(self.group_service.on_metadata)
             await self.metadata.start()
             self._remember_cluster_id(meta)
             self.topics = TopicAdmin(self.metadata, self.logs, node_id=config.node_id)

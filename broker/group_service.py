@@ -25,8 +25,10 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from broker.config import consumer_group_assignors
 from broker.coordinator_runtime import CoordinatorRuntime, Shard, now_ms
 from broker.group.config import GroupConfig
+from broker.group.consumer_group import ConsumerGroupConfig, TopicCatalog
 from broker.group.coordinator import Effects, GroupCoordinator
 from broker.group.partitioning import coordinator_partition
 from broker.internal_topics import OFFSETS_TOPIC
@@ -48,12 +50,31 @@ E = ErrorCode
 GroupShard = Shard[GroupCoordinator]
 
 
+class ImageTopics:
+    """The topics of the metadata image, as consumer groups see them (a :class:`TopicCatalog`)."""
+
+    def __init__(self, image: Any) -> None:
+        self._image = image
+
+    def topic_id(self, name: str) -> Any:
+        t = self._image.topic(name)
+        return None if t is None else t.topic_id
+
+    def partition_count(self, name: str) -> int | None:
+        t = self._image.topic(name)
+        return None if t is None else t.partition_count
+
+    def topic_names(self) -> list[str]:
+        return list(self._image.topics)
+
+
 class GroupService:
     def __init__(self, *, config: BrokerConfig, replica: ReplicaManager, metrics: BrokerMetrics, timer: WheelTimer,
-                 partition_count: Callable[[str], int | None]) -> None:
+                 partition_count: Callable[[str], int | None], topics: TopicCatalog | None = None) -> None:
         self.broker_config = config
         self.metrics = metrics
         self._topic_partitions = partition_count
+        self._topics = topics
         self._generations: dict[str, tuple[int, str, float]] = {}
         self._warned_partitions = False
         #: checks transactional offset commits with their transaction coordinator (set by the composition root)
@@ -100,10 +121,15 @@ class GroupService:
             offset_metadata_max_bytes=c.offset_metadata_max_bytes,
             offsets_topic_num_partitions=self.num_partitions,
             offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
+            consumer=ConsumerGroupConfig(
+                heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+                session_timeout_ms=c.group_consumer_session_timeout_ms,
+                assignors=consumer_group_assignors(c), max_size=c.group_consumer_max_size),
         )
 
     def _new_coordinator(self, partition: int, epoch: int) -> GroupCoordinator:
-        return GroupCoordinator(self._group_config(), now_ms=now_ms(), partition_count=self._topic_partitions)
+        return GroupCoordinator(self._group_config(), now_ms=now_ms(), partition_count=self._topic_partitions,
+                                topics=self._topics)
 
     def _forget_generations(self, shard: GroupShard) -> None:
         if shard.coordinator is not None:
@@ -117,6 +143,8 @@ class GroupService:
             return self._list_groups(ctx, req)
         if key == ApiKey.DESCRIBE_GROUPS:
             return self._scatter(ctx, req, "groups", "groups", _describe_error)
+        if key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+            return self._scatter(ctx, req, "group_ids", "groups", _consumer_describe_error)
         if key == ApiKey.DELETE_GROUPS:
             return self._scatter(ctx, req, "groups_names", "results", _delete_error)
         if key == ApiKey.OFFSET_FETCH and version >= 8:
@@ -238,6 +266,14 @@ class GroupService:
             result = await result
         return int(result["error_code"])
 
+    def on_metadata(self, delta: Any, image: Any) -> None:
+        """Topics created, deleted or grown: consumer groups refresh their subscriptions (new targets)."""
+        if not (delta.full or delta.topics_created or delta.topics_deleted or delta.topics_changed):
+            return
+        for shard in list(self.shards.values()):
+            if shard.coordinator is not None and not shard.loading:
+                self.runtime.apply(shard, shard.coordinator.metadata_changed(now_ms()))
+
     def _list_groups(self, ctx: RequestContext, req: Obj) -> Any:
         groups: list[Any] = []
         error = E.NONE
@@ -333,6 +369,11 @@ class GroupService:
 def _describe_error(group_id: str, code: int) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "",
             "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": -2147483648}
+
+
+def _consumer_describe_error(group_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "group_epoch": -1,
+            "assignment_epoch": -1, "assignor_name": "", "members": [], "authorized_operations": -2147483648}
 
 
 def _delete_error(group_id: str, code: int) -> dict[str, Any]:

@@ -75,6 +75,9 @@ def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
                               "auto.offset.reset": "earliest", "enable.auto.commit": False,
                               "session.timeout.ms": args.session_ms, "heartbeat.interval.ms": args.heartbeat_ms,
                               "fetch.wait.max.ms": 200}
+    if args.protocol == "consumer":  # KIP-848: the broker owns session and heartbeat timing
+        del config["session.timeout.ms"], config["heartbeat.interval.ms"]
+        config["group.protocol"] = "consumer"
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
     consumer = Consumer(config)
@@ -109,6 +112,7 @@ def main() -> int:
     ap.add_argument("--heartbeat-ms", type=int, default=1000)
     ap.add_argument("--instance-id")
     ap.add_argument("--name", default="proc")
+    ap.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
     args = ap.parse_args()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -450,8 +450,8 @@ class ConsumerGroups:
             return group
         if self._is_classic(group_id):
             raise _Fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        if not create:
-            raise _Fail(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if not create:  # a member of a group that is gone: it rejoins
+            raise _Fail(E.UNKNOWN_MEMBER_ID, f"Group {group_id} not found.")
         return ConsumerGroup(group_id)
 
     def _heartbeat(self, now_ms: int, req: Any, client_id: str, client_host: str) -> Response:

@@ -212,7 +212,7 @@ def test_epochs_are_checked() -> None:
     settle([a, b])
     assert s.hb("a", a.epoch - 1)["error_code"] == E.FENCED_MEMBER_EPOCH
     assert s.hb("zz", 3)["error_code"] == E.UNKNOWN_MEMBER_ID
-    assert s.hb("a", 1, group="nope")["error_code"] == E.GROUP_ID_NOT_FOUND
+    assert s.hb("a", 1, group="nope")["error_code"] == E.UNKNOWN_MEMBER_ID
 
 
 def test_static_member_comes_back_with_its_partitions() -> None:

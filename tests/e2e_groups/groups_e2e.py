@@ -420,6 +420,9 @@ class ConfluentConsumer(ConsumerThread):
         if self.instance_id:
             config["group.instance.id"] = self.instance_id
         config.update(self.extra)
+        if config.get("group.protocol") == "consumer":  # KIP-848: timing and assignment are the broker's
+            for key in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+                config.pop(key, None)
         consumer = Consumer(config)
 
         def on_assign(c: Any, parts: Any) -> None:
@@ -484,10 +487,10 @@ class ConsumerProcess:
     """A consumer in its own Python process (``consumer_proc.py``), reporting JSON lines on stdout."""
 
     def __init__(self, kind: str, bootstrap: str, group: str, topic: str, *, instance_id: str | None = None,
-                 session_ms: int = SESSION_MS, name: str = "proc") -> None:
+                 session_ms: int = SESSION_MS, name: str = "proc", protocol: str = "classic") -> None:
         self.args = [sys.executable, str(HERE / "consumer_proc.py"), "--kind", kind, "--bootstrap", bootstrap,
                      "--group", group, "--topic", topic, "--session-ms", str(session_ms),
-                     "--heartbeat-ms", str(HEARTBEAT_MS), "--name", name]
+                     "--heartbeat-ms", str(HEARTBEAT_MS), "--name", name, "--protocol", protocol]
         if instance_id:
             self.args += ["--instance-id", instance_id]
         self.name = name

@@ -328,28 +328,38 @@ class GroupService:
         return self.runtime.coordinators()
 
     def collect_metrics(self, end_offsets: dict[tuple[str, int], int], max_groups: int) -> Iterator[Any]:
+        """Groups of both kinds (``type`` classic or consumer) by state, their members and generation (a
+        consumer group's: its group epoch), committed offsets and lag."""
         from prometheus_client.core import GaugeMetricFamily
 
-        by_state = GaugeMetricFamily("kbroker_groups", "Consumer groups by state", labels=["state"])
-        members = GaugeMetricFamily("kbroker_group_members", "Members per group", labels=["group"])
-        generation = GaugeMetricFamily("kbroker_group_generation", "Current generation id per group",
-                                       labels=["group"])
+        by_state = GaugeMetricFamily("kbroker_groups", "Consumer groups by state", labels=["state", "type"])
+        members = GaugeMetricFamily("kbroker_group_members", "Members per group", labels=["group", "type"])
+        generation = GaugeMetricFamily("kbroker_group_generation", "Current generation id (consumer groups: group "
+                                       "epoch) per group", labels=["group"])
         committed = GaugeMetricFamily("kbroker_group_committed_offset", "Committed offset",
                                       labels=["group", "topic", "partition"])
         lag = GaugeMetricFamily("kbroker_group_lag", "Consumer lag: log end offset minus committed offset",
                                 labels=["group", "topic", "partition"])
-        counts: dict[str, int] = {}
+        counts: dict[tuple[str, str], int] = {}
         n = 0
         for coordinator in self.coordinators():
-            for group_id in list(dict.fromkeys([*coordinator.groups, *coordinator.offsets])):
+            consumer_groups = coordinator.consumer.groups
+            for group_id in list(dict.fromkeys([*coordinator.groups, *consumer_groups, *coordinator.offsets])):
+                consumer_group = consumer_groups.get(group_id)
                 group = coordinator.groups.get(group_id)
-                state = "Empty" if group is None else getattr(group.state, "value", str(group.state))
-                counts[state] = counts.get(state, 0) + 1
+                if consumer_group is not None:
+                    kind, state = "consumer", consumer_group.state
+                    size, epoch = len(consumer_group.members), consumer_group.group_epoch
+                else:
+                    kind = "classic"
+                    state = "Empty" if group is None else getattr(group.state, "value", str(group.state))
+                    size, epoch = (0, 0) if group is None else (len(group.members), group.generation_id)
+                counts[(state, kind)] = counts.get((state, kind), 0) + 1
                 n += 1
                 if n > max_groups:
                     continue
-                members.add_metric([group_id], 0 if group is None else len(group.members))
-                generation.add_metric([group_id], 0 if group is None else group.generation_id)
+                members.add_metric([group_id, kind], size)
+                generation.add_metric([group_id], epoch)
                 for (topic, partition), entry in coordinator.offsets.get(group_id, {}).items():
                     offset = entry.offset
                     labels = [group_id, topic, str(partition)]
@@ -358,7 +368,9 @@ class GroupService:
                     if end is not None:
                         lag.add_metric(labels, max(0, end - offset))
         for state in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"):
-            by_state.add_metric([state], counts.get(state, 0))
+            by_state.add_metric([state, "classic"], counts.get((state, "classic"), 0))
+        for state in ("Empty", "Assigning", "Reconciling", "Stable"):
+            by_state.add_metric([state, "consumer"], counts.get((state, "consumer"), 0))
         yield by_state
         yield members
         yield generation

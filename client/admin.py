@@ -215,7 +215,8 @@ class Admin:
         for resp in await asyncio.gather(*(self.net.send(n, ApiKey.LIST_GROUPS, {}) for n in nodes if n is not None)):
             if resp.error_code:
                 raise KafkaError(resp.error_code, "ListGroups")
-            out += [GroupListing(g.group_id, g.protocol_type, g.group_state) for g in resp.groups]
+            out += [GroupListing(g.group_id, g.protocol_type, g.get("group_state") or "", g.get("group_type") or "")
+                    for g in resp.groups]
         return out
 
     async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
@@ -224,6 +225,11 @@ class Admin:
             node = await find_coordinator(self.net, gid)
             resp = await self.net.send(node, ApiKey.DESCRIBE_GROUPS, {"groups": [gid]})
             for g in resp.groups:
+                if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND or (not g.error_code and g.group_state == "Dead"):
+                    consumer_group = await self._describe_consumer_group(node, gid)
+                    if consumer_group is not None:
+                        out[gid] = consumer_group
+                        continue
                 if g.error_code:
                     raise KafkaError(g.error_code, f"describe group {g.group_id!r}")
                 members = []
@@ -239,6 +245,24 @@ class Admin:
                 out[g.group_id] = GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data,
                                                    members)
         return out
+
+    async def _describe_consumer_group(self, node: Any, group_id: str) -> GroupDescription | None:
+        """A KIP-848 consumer group (ConsumerGroupDescribe), or None when ``group_id`` is not one."""
+        try:
+            resp = await self.net.send(node, ApiKey.CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id]})
+        except KafkaError:
+            return None  # a broker without KIP-848
+        g = resp.groups[0] if resp.groups else None
+        if g is None or g.error_code:
+            return None
+
+        def parts(assignment: Any) -> set[TopicPartition]:
+            return {TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions}
+
+        members = [MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, parts(m.assignment),
+                                     m.member_epoch, parts(m.target_assignment)) for m in g.members]
+        return GroupDescription(g.group_id, g.group_state, "consumer", g.assignor_name, members, "consumer",
+                                g.group_epoch, g.assignment_epoch)
 
     async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = ()
                                 ) -> list[TransactionListing]:

@@ -76,6 +76,9 @@ class MemberDescription:
     client_id: str
     client_host: str
     assignment: set[TopicPartition]
+    #: consumer groups (KIP-848) only: the member's epoch and the assignment it is moving to
+    member_epoch: int = -1
+    target_assignment: set[TopicPartition] = field(default_factory=set)
 
 
 @dataclass
@@ -85,6 +88,10 @@ class GroupDescription:
     protocol_type: str
     protocol: str
     members: list[MemberDescription]
+    #: "classic" or "consumer" (KIP-848; then ``protocol`` is the server-side assignor)
+    group_type: str = "classic"
+    group_epoch: int = -1
+    assignment_epoch: int = -1
 
 
 @dataclass
@@ -92,6 +99,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str = ""
+    group_type: str = ""
 
 
 @dataclass

@@ -495,13 +495,13 @@ async def groups_list(ctx: Ctx, args: argparse.Namespace) -> int:
     async with _admin(ctx) as admin:
         groups = sorted(await admin.list_groups(), key=lambda g: g.group_id)
     if args.json:
-        print(json.dumps([{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type}
-                          for g in groups]))
+        print(json.dumps([{"group": g.group_id, "state": g.state, "protocol_type": g.protocol_type,
+                           "type": g.group_type or "classic"} for g in groups]))
         return EXIT_OK
     if not groups:
         return EXIT_OK
-    rows = [["GROUP", "STATE", "PROTOCOL-TYPE"]]
-    rows += [[g.group_id, g.state or "-", g.protocol_type or "-"] for g in groups]
+    rows = [["GROUP", "TYPE", "STATE", "PROTOCOL-TYPE"]]
+    rows += [[g.group_id, g.group_type or "classic", g.state or "-", g.protocol_type or "-"] for g in groups]
     _table(rows, sys.stdout)
     return EXIT_OK
 
@@ -536,12 +536,21 @@ async def describe_group(admin: Admin, group: str) -> dict[str, Any]:
             "consumer_id": m.member_id if m else None, "host": m.client_host if m else None,
             "client_id": m.client_id if m else None,
         })
-    members = [{"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.client_host,
-                "client_id": m.client_id, "assignment": [f"{tp.topic}-{tp.partition}" for tp in sorted(m.assignment)]}
-               for m in sorted(desc.members, key=lambda m: m.member_id)]
-    return {"group": group, "state": desc.state, "protocol_type": desc.protocol_type, "protocol": desc.protocol,
-            "members": members, "partitions": rows,
+    consumer = desc.group_type == "consumer"
+    members = []
+    for m in sorted(desc.members, key=lambda m: m.member_id):
+        member = {"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.client_host,
+                  "client_id": m.client_id, "assignment": [f"{tp.topic}-{tp.partition}" for tp in sorted(m.assignment)]}
+        if consumer:
+            member["member_epoch"] = m.member_epoch
+            member["target_assignment"] = [f"{tp.topic}-{tp.partition}" for tp in sorted(m.target_assignment)]
+        members.append(member)
+    data = {"group": group, "type": desc.group_type, "state": desc.state, "protocol_type": desc.protocol_type,
+            "protocol": desc.protocol, "members": members, "partitions": rows,
             "total_lag": sum(r["lag"] for r in rows if r["lag"] is not None)}
+    if consumer:
+        data["group_epoch"], data["assignment_epoch"] = desc.group_epoch, desc.assignment_epoch
+    return data
 
 
 def _dash(value: Any) -> str:
@@ -560,8 +569,13 @@ async def groups_describe(ctx: Ctx, args: argparse.Namespace) -> int:
         return EXIT_OK
     out = sys.stdout
     g = args.group
-    print(f"Group {g!r}: state {data['state']}, protocol {data['protocol'] or '-'}, "
-          f"{len(data['members'])} member(s), total lag {data['total_lag']}")
+    if data["type"] == "consumer":
+        print(f"Group {g!r} (consumer protocol): state {data['state']}, assignor {data['protocol'] or '-'}, "
+              f"group epoch {data['group_epoch']}, assignment epoch {data['assignment_epoch']}, "
+              f"{len(data['members'])} member(s), total lag {data['total_lag']}")
+    else:
+        print(f"Group {g!r}: state {data['state']}, protocol {data['protocol'] or '-'}, "
+              f"{len(data['members'])} member(s), total lag {data['total_lag']}")
     if not data["members"]:
         print(f"Consumer group {g!r} has no active members.")
     print()
@@ -574,9 +588,14 @@ async def groups_describe(ctx: Ctx, args: argparse.Namespace) -> int:
     if data["members"]:
         print()
         mrows = [["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]]
+        if data["type"] == "consumer":
+            mrows[0] += ["EPOCH", "TARGET-ASSIGNMENT"]
         for m in data["members"]:
-            mrows.append([g, m["consumer_id"], _host(m["host"]), _dash(m["client_id"]), str(len(m["assignment"])),
-                          ",".join(m["assignment"]) or "-"])
+            row = [g, m["consumer_id"], _host(m["host"]), _dash(m["client_id"]), str(len(m["assignment"])),
+                   ",".join(m["assignment"]) or "-"]
+            if data["type"] == "consumer":
+                row += [str(m["member_epoch"]), ",".join(m["target_assignment"]) or "-"]
+            mrows.append(row)
         _table(mrows, out)
     return EXIT_OK
 

@@ -214,3 +214,38 @@ def test_group_resumes_after_broker_restart(tmp_path: Path, consumers: list[Cons
         no_errors([c])
     finally:
         b.stop()
+
+
+def test_cli_lists_and_describes_both_kinds(broker: BrokerProcess, consumers: list[ConsumerThread]) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from groups_e2e import ROOT
+
+    def kbroker(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "kbroker_cli", "--bootstrap-servers", broker.bootstrap, *args],
+                              capture_output=True, timeout=60, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.decode()
+
+    topic = create_topic(broker.bootstrap, unique("cli848"), 4)
+    group, classic_group = unique("g-cli848"), unique("g-cli-classic")
+    a, b = consumer(broker, group, topic, consumers), consumer(broker, group, topic, consumers)
+    old = start_consumer("confluent", broker.bootstrap, classic_group, topic)
+    consumers.append(old)
+    wait_until(lambda: exclusive_cover([a, b], topic, 4) and sizes([a, b]) == [2, 2] and len(old.assigned) == 4,
+               message="both groups settled")
+    listed = {g["group"]: g for g in json.loads(kbroker("groups", "list", "--json"))}
+    assert listed[group]["type"] == "consumer" and listed[group]["state"] == "Stable"
+    assert listed[classic_group]["type"] == "classic"
+    data = json.loads(kbroker("groups", "describe", group, "--json"))
+    assert data["type"] == "consumer" and data["protocol"] == "uniform" and len(data["members"]) == 2
+    assert data["group_epoch"] == data["assignment_epoch"] >= 2
+    assigned = sorted(p for m in data["members"] for p in m["assignment"])
+    assert assigned == sorted(f"{topic}-{p}" for p in range(4))
+    assert all(m["assignment"] == m["target_assignment"] for m in data["members"])
+    assert "consumer protocol" in kbroker("groups", "describe", group)
+    metrics = broker.metrics_text()
+    assert f'kbroker_group_members{{group="{group}",type="consumer"}} 2.0' in metrics
+    assert f'kbroker_group_members{{group="{classic_group}",type="classic"}} 1.0' in metrics

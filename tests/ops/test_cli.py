@@ -158,7 +158,7 @@ def test_groups_describe_shows_lag_after_commits(broker):
     assert rows[0][6:] == ["-", "-", "-"]
 
     listed = json.loads(ok(kbroker(broker, "groups", "list", "--json")))
-    assert {"group": "cli-readers", "state": "Empty", "protocol_type": "consumer"} in listed
+    assert {"group": "cli-readers", "state": "Empty", "protocol_type": "consumer", "type": "classic"} in listed
     assert "cli-readers" in ok(kbroker(broker, "groups", "list"))
 
     # an active member: its id, host and client id are shown against its partitions

@@ -133,3 +133,28 @@ def test_python_m_broker_prints_one_line_and_exits_2(tmp_path: Path) -> None:
         "python -m broker: error: unknown setting 'KBROKER_LOG_RETENTION_HOUR' (environment); "
         "did you mean 'KBROKER_LOG_RETENTION_MS'?"]
     assert not (tmp_path / "d").exists()   # refused before touching the data directory
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"group.consumer.heartbeat.interval.ms": "1000"}, r"heartbeat\.interval\.ms \(1000\) must be between"),
+    ({"group.consumer.session.timeout.ms": "90000"}, r"session\.timeout\.ms \(90000\) must be between"),
+    ({"group.consumer.min.session.timeout.ms": "1000", "group.consumer.session.timeout.ms": "5000"},
+     "must be less than group.consumer.session.timeout.ms"),
+    ({"group.consumer.assignors": "uniform,sticky"}, "unknown assignor"),
+    ({"group.consumer.assignors": " , "}, "at least one assignor"),
+    ({"group.consumer.max.size": "0"}, "group.consumer.max.size must be at least 1"),
+])
+def test_consumer_group_settings_are_checked_like_kafka(settings: dict[str, str], message: str) -> None:
+    from broker.config import from_mapping, validate
+
+    with pytest.raises(ConfigError, match=message):
+        validate(from_mapping(settings))
+
+
+def test_consumer_group_settings_reach_the_coordinator() -> None:
+    from broker.config import consumer_group_assignors, from_mapping, validate
+
+    config = from_mapping({"group.consumer.assignors": "range, uniform", "group.consumer.heartbeat.interval.ms": "6000"})
+    validate(config)
+    assert consumer_group_assignors(config) == ("range", "uniform")
+    assert config.group_consumer_heartbeat_interval_ms == 6000 and config.group_consumer_session_timeout_ms == 45_000

@@ -288,6 +288,10 @@ class GroupService:
 
     # -- effects ---------------------------------------------------------------------
     def _on_effects(self, shard: GroupShard, effects: Effects) -> None:
+        if shard.coordinator is not None:
+            bumps = shard.coordinator.consumer.take_epoch_bumps()
+            if bumps:
+                self.metrics.rebalances.inc(bumps)  # a consumer group's new epoch is its rebalance
         for group_id in effects.removed_groups:
             self._generations.pop(group_id, None)
 

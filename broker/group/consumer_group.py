@@ -283,6 +283,7 @@ class ConsumerGroups:
         self._new_member_id = member_id_factory
         self._out: list[tuple[str, bytes, bytes | None]] = []
         self._now = 0
+        self._epoch_bumps = 0
 
     # ================================================================ records in and out
 
@@ -290,6 +291,11 @@ class ConsumerGroups:
         """The records emitted since the last call, as ``(group id, key, value)``, in order."""
         out, self._out = self._out, []
         return out
+
+    def take_epoch_bumps(self) -> int:
+        """Group epochs bumped (rebalances started) since the last call."""
+        n, self._epoch_bumps = self._epoch_bumps, 0
+        return n
 
     def _emit(self, group_id: str, record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         k, v = encode_record(record_type, key, value)
@@ -586,6 +592,7 @@ class ConsumerGroups:
                 for name, (tid, count) in sorted(subscription.items())]})
             bump = True
         if bump:
+            self._epoch_bumps += 1
             self._emit(gid, GROUP_METADATA, {"group_id": gid}, {"epoch": group.group_epoch + 1})
             log.info("consumer group %s: epoch %d", gid, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:

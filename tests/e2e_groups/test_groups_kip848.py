@@ -249,3 +249,5 @@ def test_cli_lists_and_describes_both_kinds(broker: BrokerProcess, consumers: li
     metrics = broker.metrics_text()
     assert f'kbroker_group_members{{group="{group}",type="consumer"}} 2.0' in metrics
     assert f'kbroker_group_members{{group="{classic_group}",type="classic"}} 1.0' in metrics
+    rebalances = [line for line in metrics.splitlines() if line.startswith("kbroker_group_rebalances_total ")]
+    assert rebalances and float(rebalances[0].split()[1]) >= 2  # the consumer group's two epochs at least

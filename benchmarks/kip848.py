@@ -135,7 +135,7 @@ def main() -> int:
                        for name, protocol in cases.items()}
         finally:
             broker.stop()
-    print(f"{args.members} members x {args.partitions} partitions, confluent-kafka {version()[0]}")
+    print(f"{args.members} members x {args.partitions} partitions, confluent-kafka {version()}")
     base = results["classic eager (range)"]
     print("| case | join s | ratio | scale out s | ratio | scale in s | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")

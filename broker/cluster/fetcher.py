@@ -18,7 +18,9 @@ answer it
   for the metadata image to say who leads now.
 
 :class:`ReplicaFetcherManager` adds and removes partitions as leadership moves
-and owns the fetchers; both live on the event loop.
+and owns the fetchers; both live on the event loop.  Fetchers connect to the
+leader's inter-broker listener with this broker's own credentials (TLS and SASL
+as that listener requires).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.records import BrokerRegistration
+from client.errors import AuthenticationError
+from client.security import ClientSecurity
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.timer_service import WheelTimer
@@ -62,7 +66,9 @@ class FetcherSettings:
     response_max_bytes: int = 10 * 1024 * 1024
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30_000
+    #: the inter-broker listener (``inter.broker.listener.name``) and how to secure connections to it
     listener: str | None = None
+    security: ClientSecurity | None = None
 
 
 class ReplicaFetcher:
@@ -119,8 +125,10 @@ class ReplicaFetcher:
         ep = reg.endpoint(self.manager.settings.listener) or reg.endpoint()
         if ep is None:
             raise ConnectionError(f"leader {self.leader_id} has no usable endpoint")
+        settings = self.manager.settings
         conn = Connection(self.leader_id, ep.host, ep.port, client_id=f"broker-{self.manager.local_id}-fetcher",
-                          timers=self.manager.timers, request_timeout_ms=self.manager.settings.socket_timeout_ms)
+                          timers=self.manager.timers, request_timeout_ms=settings.socket_timeout_ms,
+                          security=settings.security)
         await conn.open()
         self._conn = conn
         return conn
@@ -148,6 +156,11 @@ class ReplicaFetcher:
                 request = self._build(ready, version)
                 response = await conn.request(ApiKey.FETCH, request, version=version,
                                               timeout_ms=settings.socket_timeout_ms + settings.wait_max_ms)
+            except AuthenticationError as exc:  # this broker's credentials are refused: say so, retry later
+                log.warning("cannot fetch from broker %d: %s", self.leader_id, exc)
+                self._close_conn()
+                await asyncio.sleep(settings.backoff_ms / 1000)
+                continue
             except Exception as exc:  # connection, timeout or protocol trouble: back off and reconnect
                 log.debug("fetch from broker %d failed: %s", self.leader_id, exc)
                 self._close_conn()

@@ -7,6 +7,11 @@ manager, the coordinators and the metrics react to exactly that.  No I/O here.
 
 The image tolerates events of one store transaction arriving split (a
 partition's record before its topic's): partition records wait for their topic.
+
+It also holds the cluster's security metadata: users (SCRAM credentials, by
+name) and ACL bindings (by key); the delta names the users and the ACL keys
+that changed, so every broker's credential store and
+authorizer follow them.  An unreadable record is logged and left out.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from broker.cluster.records import (
     TopicRecord,
     parse_key,
 )
+from broker.security.acl import AclBinding
+from broker.security.scram import UserRecord
 
 log = logging.getLogger("kbroker.cluster")
 
@@ -98,11 +105,16 @@ class MetadataDelta:
     partitions_changed: set[TopicPartition] = field(default_factory=set)
     controller_changed: bool = False
     cluster_id_changed: bool = False
+    #: users whose credentials were written or deleted
+    users_changed: set[str] = field(default_factory=set)
+    #: keys of ACL bindings written or deleted (the image has the ones that exist now)
+    acls_changed: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.full or self.brokers_added or self.brokers_removed or self.topics_created
                     or self.topics_deleted or self.topics_changed or self.partitions_changed
-                    or self.controller_changed or self.cluster_id_changed)
+                    or self.controller_changed or self.cluster_id_changed or self.users_changed
+                    or self.acls_changed)
 
 
 class MetadataImage:
@@ -118,6 +130,12 @@ class MetadataImage:
         self.topics: dict[str, TopicImage] = {}
         self.topic_ids: dict[uuid.UUID, str] = {}
         self._waiting: dict[str, dict[int, tuple[PartitionRecord, int]]] = {}
+        #: users by name, with the mod revision of their key (what a compare-and-set write guards)
+        self.users: dict[str, UserRecord] = {}
+        self.user_revisions: dict[str, int] = {}
+        #: ACL bindings by key, with their keys' mod revisions
+        self.acls: dict[str, AclBinding] = {}
+        self.acl_revisions: dict[str, int] = {}
 
     # -- queries ---------------------------------------------------------------------
     def is_alive(self, node_id: int) -> bool:
@@ -155,9 +173,16 @@ class MetadataImage:
         self.topics.clear()
         self.topic_ids.clear()
         self._waiting.clear()
+        self.users.clear()
+        self.user_revisions.clear()
+        self.acls.clear()
+        self.acl_revisions.clear()
         delta = MetadataDelta(full=True)
         for kv in kvs:
-            self._put(kv, delta)
+            try:
+                self._put(kv, delta)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("ignoring unreadable metadata record %s: %s", kv.key, exc)
         self.revision = revision
         for name, topic_id in old_topics.items():
             t = self.topics.get(name)
@@ -225,6 +250,20 @@ class MetadataImage:
         elif kind == CLUSTER_ID_KEY:
             self.cluster_id = str(json.loads(kv.value)["id"])
             delta.cluster_id_changed = True
+        elif kind == "user":
+            user = UserRecord.decode(kv.value)
+            if user.name != ident:
+                raise ValueError(f"the record names user {user.name!r}")
+            self.users[ident] = user
+            self.user_revisions[ident] = kv.mod_revision
+            delta.users_changed.add(ident)
+        elif kind == "acl":
+            binding = AclBinding.decode(kv.value)
+            if binding.key() != ident:
+                raise ValueError("the binding does not belong under this key")
+            self.acls[ident] = binding
+            self.acl_revisions[ident] = kv.mod_revision
+            delta.acls_changed.add(ident)
 
     def _set_partition(self, topic: TopicImage, p: int, record: PartitionRecord, rev: int,
                        delta: MetadataDelta) -> None:
@@ -256,6 +295,13 @@ class MetadataImage:
         elif kind == CONTROLLER_KEY:
             self.controller = None
             delta.controller_changed = True
+        elif kind == "user":
+            if self.users.pop(ident, None) is not None:
+                self.user_revisions.pop(ident, None)
+                delta.users_changed.add(ident)
+        elif kind == "acl" and self.acls.pop(ident, None) is not None:
+            self.acl_revisions.pop(ident, None)
+            delta.acls_changed.add(ident)
 
     def _drop_topic(self, name: str, delta: MetadataDelta) -> None:
         topic = self.topics.pop(name, None)

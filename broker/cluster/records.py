@@ -9,9 +9,13 @@ Keys (relative to the store's namespace; etcd puts them under ``/kbroker/<cluste
     topics/<name>                 TopicRecord (id, assignment, configs)
     partitions/<name>/<p>         PartitionRecord (leader, epochs, ISR)
     producer_id_block             {"next": N}                         ids below N are handed out
+    users/<name>                  UserRecord (SCRAM credentials)      broker.security.scram
+    acls/<type>/<pattern>/<name>/<hash>   AclBinding                  broker.security.acl
 
 A topic name cannot contain ``/``, so ``partitions/<name>/`` is an exact prefix.
 In an assignment the first replica of each partition is its preferred leader.
+Users and ACLs are the security modules' records; their keys are defined there (one binding per
+key, so creating an ACL twice writes one key).
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from broker.security.acl import ACLS_PREFIX
+from broker.security.scram import USERS_PREFIX
 
 __all__ = [
     "CLUSTER_ID_KEY",
@@ -66,7 +73,12 @@ def partition_key(name: str, partition: int) -> str:
 
 
 def parse_key(key: str) -> tuple[str, Any]:
-    """``("broker", id)``, ``("topic", name)``, ``("partition", (name, p))`` or ``(key, None)``."""
+    """``("broker", id)``, ``("topic", name)``, ``("partition", (name, p))``, ``("user", name)``,
+    ``("acl", key)`` or ``(key, None)``."""
+    if key.startswith(USERS_PREFIX):
+        return "user", key[len(USERS_PREFIX):]
+    if key.startswith(ACLS_PREFIX):
+        return "acl", key
     if key.startswith(BROKERS):
         rest = key[len(BROKERS):]
         return ("broker", int(rest)) if rest.lstrip("-").isdigit() else (key, None)

@@ -496,6 +496,11 @@ class ScramServerExchange:
     in the client-first message are ignored; Kafka's named extensions (``tokenauth=true``, for
     delegation tokens, which we do not have) are refused, as Kafka refuses extensions it does not
     support; an authzid in the GS2 header is refused (scramp's rule; Kafka clients never send one).
+
+    librdkafka before 2.6.1 (Debian's kcat among them) sends the client nonce twice in its
+    client-final message (``r=<client nonce><client nonce><server nonce>``; librdkafka#4895).  As
+    Kafka 3.8.1-3.9 do, that exact form is accepted: it still carries the server nonce, and the proof
+    is checked by scramp over the message the client actually signed.  Any other nonce fails.
     """
 
     def __init__(self, mechanism: ScramMechanism,
@@ -540,6 +545,7 @@ class ScramServerExchange:
             raise ScramError("client-final message out of order")
         self._step = 2
         text = self._text(message)
+        self._accept_legacy_nonce(text)
         try:
             self._server.set_client_final(text)
             final = self._server.get_server_final()
@@ -549,3 +555,15 @@ class ScramServerExchange:
             raise ScramError("unknown user")
         self.complete = True
         return final.encode("utf-8")
+
+    def _accept_legacy_nonce(self, client_final: str) -> None:
+        """Let scramp expect ``<client nonce><nonce>`` when that is what an old librdkafka sent."""
+        server = self._server
+        nonce, server_part = getattr(server, "nonce", None), getattr(server, "s_nonce", None)
+        if nonce is None or server_part is None:
+            return  # not a scramp we know: the nonce is checked strictly
+        full = str(nonce)
+        client = full[:len(full) - len(str(server_part))]
+        sent = next((attr[2:] for attr in client_final.split(",") if attr.startswith("r=")), None)
+        if client and sent == client + full:
+            server.nonce = type(nonce)(sent)

@@ -6,6 +6,7 @@ Synchronous wrappers for scripts and Spark executors live in :mod:`client.sync`.
 from client.admin import Admin
 from client.consumer import Consumer
 from client.errors import (
+    AuthenticationError,
     CommitFailedError,
     ConcurrentAccessError,
     ConfigError,
@@ -16,17 +17,20 @@ from client.errors import (
 )
 from client.producer import Producer
 from client.types import (
+    Acl,
+    AclFilter,
     ConsumerRebalanceListener,
     NewTopic,
     OffsetAndMetadata,
     OffsetAndTimestamp,
     Record,
     RecordMetadata,
+    ScramCredentialInfo,
     TopicPartition,
 )
 
 __all__ = [
-    "Admin", "CommitFailedError", "ConcurrentAccessError", "ConfigError", "Consumer", "ConsumerRebalanceListener",
-    "IllegalStateError", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata",
-    "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata", "TopicPartition",
+    "Acl", "AclFilter", "Admin", "AuthenticationError", "CommitFailedError", "ConcurrentAccessError", "ConfigError",
+    "Consumer", "ConsumerRebalanceListener", "IllegalStateError", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata",
+    "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata", "ScramCredentialInfo", "TopicPartition",
 ]

@@ -343,3 +343,35 @@ async def test_tls_record_data_is_copied_and_plaintext_uses_sendfile(pki: Pki, t
         assert server.sendfile_bytes == before  # never sendfile under TLS
         assert [v[:5] for v in await read_all(plain)] == [b"%05d" % i for i in range(20)]
         assert server.sendfile_bytes > before
+
+
+async def test_a_mechanism_the_broker_does_not_enable_is_refused(tmp_path: Path) -> None:
+    async with Broker(listeners="SASL_PLAINTEXT://127.0.0.1:0", sasl_users_file=users_file(tmp_path),
+                      sasl_enabled_mechanisms="SCRAM-SHA-512", data_dir=str(tmp_path / "data")) as broker:
+        with pytest.raises(AuthenticationError, match=r"does not accept SASL mechanism PLAIN \(enabled: SCRAM-SHA-512\)"):
+            async with Admin(**sasl(broker, mechanism="PLAIN")):
+                pass
+        async with Admin(**sasl(broker, mechanism="SCRAM-SHA-512")) as admin:
+            await admin.list_topics()
+        assert auth_count(broker, "failure", "none") == 1
+
+
+async def test_mutual_tls_required_refuses_a_client_without_a_certificate(pki: Pki, tmp_path: Path) -> None:
+    async with Broker(listeners="SSL://127.0.0.1:0", ssl_certfile=str(pki.server_cert),
+                      ssl_keyfile=str(pki.server_key), ssl_cafile=str(pki.ca), ssl_client_auth="required",
+                      data_dir=str(tmp_path / "data"), authorizer_enabled=True, super_users="User:alice") as broker:
+        # the broker ends the TLS session of a client without an accepted certificate; the client's
+        # retries end with its (short) request timeout
+        tls = {"bootstrap_servers": addr(broker, "SSL"), "security_protocol": "SSL", "ssl_cafile": str(pki.ca),
+               "request_timeout_ms": 2_000}
+        with pytest.raises(KafkaError):
+            async with Admin(**tls):
+                pass
+        # a certificate from another CA is refused too
+        with pytest.raises(KafkaError):
+            async with Admin(**tls, ssl_certfile=str(pki.other_ca), ssl_keyfile=str(pki.other_ca.with_suffix(".key"))):
+                pass
+        assert not broker.core.server.connections  # none of them got in
+        async with Admin(**tls, ssl_certfile=str(pki.client_cert), ssl_keyfile=str(pki.client_key)) as admin:
+            await admin.create_topics({"certified": 1})  # User:alice (the CN) is a super user here
+            assert {c.principal for c in broker.core.server.connections} == {"User:alice"}

@@ -411,17 +411,27 @@ def _find_coordinator(r: _Request) -> Verdict:
     return Partial(_with(req, coordinator_keys=kept), _merge_list("coordinators", extra))
 
 
-def _offset_commit(r: _Request) -> Verdict:
-    req = r.req
-    if not r.allowed(Op.READ, GROUP, req.group_id):
-        return Deny(r.error_body(E.GROUP_AUTHORIZATION_FAILED))
-    kept, denied = _split(req.topics, lambda t: r.allowed(Op.READ, TOPIC, t.name))
-    if not denied:
-        return None
-    extra = [{"name": t.name, "partitions": [
-        {"partition_index": p.partition_index, "error_code": E.TOPIC_AUTHORIZATION_FAILED} for p in t.partitions]}
-        for t in denied]
-    return Partial(_with(req, topics=kept), _merge_list("topics", extra))
+def _group_and_topics(group_op: AclOperation) -> Check:
+    """OffsetCommit (READ) and OffsetDelete (DELETE): ``group_op`` on the group for the whole request,
+    then READ on each topic."""
+
+    def check(r: _Request) -> Verdict:
+        req = r.req
+        if not r.allowed(group_op, GROUP, req.group_id):
+            return Deny(r.error_body(E.GROUP_AUTHORIZATION_FAILED))
+        kept, denied = _split(req.topics, lambda t: r.allowed(Op.READ, TOPIC, t.name))
+        if not denied:
+            return None
+        extra = [{"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": E.TOPIC_AUTHORIZATION_FAILED}
+            for p in t.partitions]} for t in denied]
+        return Partial(_with(req, topics=kept), _merge_list("topics", extra))
+
+    return check
+
+
+_offset_commit = _group_and_topics(Op.READ)
+_offset_delete = _group_and_topics(Op.DELETE)
 
 
 def _offset_fetch_topics(r: _Request, topics: list[Any] | None
@@ -518,19 +528,6 @@ def _delete_groups(r: _Request) -> Verdict:
         return None
     extra = [{"group_id": g, "error_code": E.GROUP_AUTHORIZATION_FAILED} for g in denied]
     return Partial(_with(req, groups_names=kept), _merge_list("results", extra))
-
-
-def _offset_delete(r: _Request) -> Verdict:
-    req = r.req
-    if not r.allowed(Op.DELETE, GROUP, req.group_id):
-        return Deny(r.error_body(E.GROUP_AUTHORIZATION_FAILED))
-    kept, denied = _split(req.topics, lambda t: r.allowed(Op.READ, TOPIC, t.name))
-    if not denied:
-        return None
-    extra = [{"name": t.name, "partitions": [
-        {"partition_index": p.partition_index, "error_code": E.TOPIC_AUTHORIZATION_FAILED} for p in t.partitions]}
-        for t in denied]
-    return Partial(_with(req, topics=kept), _merge_list("topics", extra))
 
 
 # -- ACLs and users ----------------------------------------------------------------------

@@ -177,6 +177,16 @@ def roundtrip_kafka_python(login: Login, topic: str, values: list[bytes]) -> lis
         consumer.close()
 
 
+async def _read_back(consumer: Any, n: int) -> list[bytes]:
+    """Values from an asyncio consumer's ``getmany`` (aiokafka's and ours) until ``n`` arrived."""
+    got: list[bytes] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(got) < n and time.monotonic() < deadline:
+        for records in (await consumer.getmany(timeout_ms=500)).values():
+            got += [r.value for r in records]
+    return got
+
+
 def roundtrip_aiokafka(login: Login, topic: str, values: list[bytes]) -> list[bytes]:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
@@ -193,12 +203,7 @@ def roundtrip_aiokafka(login: Login, topic: str, values: list[bytes]) -> list[by
         try:
             consumer.assign([TopicPartition(topic, 0)])
             await consumer.seek_to_beginning(TopicPartition(topic, 0))
-            got: list[bytes] = []
-            deadline = time.monotonic() + TIMEOUT_S
-            while len(got) < len(values) and time.monotonic() < deadline:
-                for records in (await consumer.getmany(timeout_ms=500)).values():
-                    got += [r.value for r in records]
-            return got
+            return await _read_back(consumer, len(values))
         finally:
             await consumer.stop()
 
@@ -214,12 +219,7 @@ def roundtrip_ours(login: Login, topic: str, values: list[bytes]) -> list[bytes]
                 await producer.send(topic, v, partition=0)
         async with Consumer(**ours_conf(login), auto_offset_reset="earliest", enable_auto_commit=False) as consumer:
             consumer.assign([TopicPartition(topic, 0)])
-            got: list[bytes] = []
-            deadline = time.monotonic() + TIMEOUT_S
-            while len(got) < len(values) and time.monotonic() < deadline:
-                for records in (await consumer.getmany(timeout_ms=500)).values():
-                    got += [r.value for r in records]
-            return got
+            return await _read_back(consumer, len(values))
 
     return asyncio.run(run())
 

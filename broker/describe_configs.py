@@ -45,12 +45,19 @@ class ConfigView:
 def _broker_entries(view: ConfigView) -> dict[str, tuple[str | None, int]]:
     c = view.config
     reg = view.image.brokers.get(c.node_id)
+    endpoints = reg.endpoints if reg is not None else ()
+    advertised = ",".join(f"{e.listener}://{e.host}:{e.port}" for e in endpoints)
     ep = reg.endpoint(view.listener) if reg is not None else None
-    host, port = (ep.host, ep.port) if ep is not None else (c.host, c.port)
+    port = ep.port if ep is not None else c.port
     values: dict[str, Any] = {
         "broker.id": c.node_id, "node.id": c.node_id,
-        "listeners": f"PLAINTEXT://{c.host}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": c.listeners or f"PLAINTEXT://{c.host}:{port}",
+        "advertised.listeners": advertised or f"PLAINTEXT://{c.host}:{port}",
+        "inter.broker.listener.name": (c.inter_broker_listener_name or "").upper() or
+        (endpoints[0].listener if endpoints else "PLAINTEXT"),
+        "sasl.enabled.mechanisms": c.sasl_enabled_mechanisms,
+        "authorizer.enabled": str(c.authorizer_enabled).lower(), "super.users": c.super_users,
+        "allow.everyone.if.no.acl.found": str(c.allow_everyone_if_no_acl_found).lower(),
         "log.dirs": str(c.data_path), "log.dir": str(c.data_path),
         "num.partitions": c.num_partitions, "default.replication.factor": c.default_replication_factor,
         "auto.create.topics.enable": str(c.auto_create_topics_enable).lower(),

@@ -315,6 +315,11 @@ async def test_metadata_coordinator_and_cluster_answer_with_the_clients_listener
             assert [(b.host, b.port) for b in cluster.brokers] == [expected]
             coordinator = await raw.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]})
             assert (coordinator.coordinators[0].host, coordinator.coordinators[0].port) == expected
+            configs = await raw.call(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": [
+                {"resource_type": 4, "resource_name": "1", "configuration_keys": ["advertised.listeners"]}],
+                "include_synonyms": False, "include_documentation": False})
+            assert configs.results[0].configs[0].value == \
+                f"PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://localhost:19999"
             raw.close()
 
 

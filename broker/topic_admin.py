@@ -151,10 +151,7 @@ class TopicAdmin:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if is_internal_topic(name):
             raise TopicError(E.INVALID_TOPIC_EXCEPTION, "Internal topics cannot be deleted")
-        try:
-            deleted = await self.metadata.delete_topic(name, t.topic_id)
-        except KVError as exc:
-            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+        deleted = await self._write(lambda: self.metadata.delete_topic(name, t.topic_id), 5.0)
         if not deleted:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         log.info("deleted topic %s (%s)", name, t.topic_id)
@@ -209,10 +206,7 @@ class TopicAdmin:
             except LogError as exc:
                 raise TopicError(exc.error_code, exc.detail or str(exc)) from None
             record = TopicRecord(name, t.topic_id, t.record.assignment, overrides)
-            try:
-                ok = await self.metadata.update_topic(record, t.mod_revision)
-            except KVError as exc:
-                raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+            ok = await self._write(lambda r=record, rev=t.mod_revision: self.metadata.update_topic(r, rev), timeout_s)
             await self._wait_for_change(name, t.mod_revision, timeout_s)
             if ok:
                 return overrides
@@ -258,10 +252,7 @@ class TopicAdmin:
         t = self.image.topic(record.name)
         if t is None:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic")
-        try:
-            ok = await self.metadata.update_topic(record, t.mod_revision)
-        except KVError as exc:
-            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+        ok = await self._write(lambda: self.metadata.update_topic(record, t.mod_revision), timeout_s)
         if not ok:
             raise TopicError(E.REASSIGNMENT_IN_PROGRESS, "the topic changed meanwhile; retry")
         await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)

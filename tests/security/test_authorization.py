@@ -266,3 +266,143 @@ def test_decisions_follow_acl_changes(setup) -> None:
     assert authz.check(session, ApiKey.PRODUCE, 9, produce_request("orders")) is None
     authorizer.remove([binding])
     assert isinstance(authz.check(session, ApiKey.PRODUCE, 9, produce_request("orders")), Partial)
+
+
+# -- transactions, configs, log dirs -----------------------------------------------------
+
+
+def test_transactional_produce_needs_write_on_the_transactional_id(setup) -> None:
+    authorizer, _, _ = setup
+    authorizer.add([allow(ResourceType.TOPIC, "orders", AclOperation.WRITE)])
+    req = request(ApiKey.PRODUCE, 9, {"transactional_id": "tx", "acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": "orders", "partition_data": [{"index": 0, "records": None}]}]})
+    verdict = check(setup, ApiKey.PRODUCE, 9, req)
+    assert isinstance(verdict, Deny)
+    body = wire(ApiKey.PRODUCE, 9, verdict.body)
+    assert [p.error_code for p in body.responses[0].partition_responses] == [E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+    authorizer.add([allow(ResourceType.TRANSACTIONAL_ID, "tx", AclOperation.WRITE)])
+    assert check(setup, ApiKey.PRODUCE, 9, req) is None
+
+
+def test_add_partitions_to_txn_needs_the_id_and_every_topic(setup) -> None:
+    authorizer, _, _ = setup
+    req = request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, {
+        "v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": 1, "v3_and_below_producer_epoch": 0,
+        "v3_and_below_topics": [{"name": "orders", "partitions": [0, 1]}, {"name": "secret", "partitions": [0]}]})
+
+    def codes(verdict: Any) -> dict[tuple[str, int], int]:
+        assert isinstance(verdict, Deny)
+        body = wire(ApiKey.ADD_PARTITIONS_TO_TXN, 3, verdict.body)
+        return {(t.name, p.partition_index): p.partition_error_code
+                for t in body.results_by_topic_v3_and_below for p in t.results_by_partition}
+
+    assert set(codes(check(setup, ApiKey.ADD_PARTITIONS_TO_TXN, 3, req)).values()) == {
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    authorizer.add([allow(ResourceType.TRANSACTIONAL_ID, "tx", AclOperation.WRITE),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.WRITE)])
+    assert codes(check(setup, ApiKey.ADD_PARTITIONS_TO_TXN, 3, req)) == {
+        ("orders", 0): E.OPERATION_NOT_ATTEMPTED, ("orders", 1): E.OPERATION_NOT_ATTEMPTED,
+        ("secret", 0): E.TOPIC_AUTHORIZATION_FAILED}
+    authorizer.add([allow(ResourceType.TOPIC, "secret", AclOperation.WRITE)])
+    assert check(setup, ApiKey.ADD_PARTITIONS_TO_TXN, 3, req) is None
+    batched = request(ApiKey.ADD_PARTITIONS_TO_TXN, 5, {"transactions": [
+        {"transactional_id": "tx", "producer_id": 1, "producer_epoch": 0, "verify_only": True,
+         "topics": [{"name": "orders", "partitions": [0]}]}]})
+    verdict = check(setup, ApiKey.ADD_PARTITIONS_TO_TXN, 5, batched)  # the brokers' form
+    assert isinstance(verdict, Deny)
+    assert wire(ApiKey.ADD_PARTITIONS_TO_TXN, 5, verdict.body).error_code == E.CLUSTER_AUTHORIZATION_FAILED
+    assert check(setup, ApiKey.ADD_PARTITIONS_TO_TXN, 5, batched, principal="User:admin") is None
+
+
+def test_txn_offset_commit_needs_the_id_the_group_and_read_on_each_topic(setup) -> None:
+    authorizer, _, _ = setup
+    req = request(ApiKey.TXN_OFFSET_COMMIT, 4, {
+        "transactional_id": "tx", "group_id": "g", "producer_id": 1, "producer_epoch": 0, "generation_id": -1,
+        "member_id": "", "group_instance_id": None, "topics": [
+            {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+                                        "committed_metadata": None}]} for t in ("orders", "secret")]})
+
+    def codes(verdict: Any, body: Any = None) -> dict[str, int]:
+        if isinstance(verdict, Deny):
+            body = verdict.body
+        out = wire(ApiKey.TXN_OFFSET_COMMIT, 4, body)
+        return {t.name: t.partitions[0].error_code for t in out.topics}
+
+    assert codes(check(setup, ApiKey.TXN_OFFSET_COMMIT, 4, req)) == {
+        "orders": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "secret": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    authorizer.add([allow(ResourceType.TRANSACTIONAL_ID, "tx", AclOperation.WRITE)])
+    assert codes(check(setup, ApiKey.TXN_OFFSET_COMMIT, 4, req)) == {
+        "orders": E.GROUP_AUTHORIZATION_FAILED, "secret": E.GROUP_AUTHORIZATION_FAILED}
+    authorizer.add([allow(ResourceType.GROUP, "g", AclOperation.READ),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.READ)])
+    verdict = check(setup, ApiKey.TXN_OFFSET_COMMIT, 4, req)
+    assert isinstance(verdict, Partial) and [t.name for t in verdict.request.topics] == ["orders"]
+    handled = Obj(throttle_time_ms=0, topics=[{"name": "orders", "partitions": [
+        {"partition_index": 0, "error_code": 0}]}])
+    assert codes(None, verdict.merge(handled)) == {"orders": E.NONE, "secret": E.TOPIC_AUTHORIZATION_FAILED}
+
+
+def test_end_txn_add_offsets_and_markers(setup) -> None:
+    authorizer, _, _ = setup
+    end = request(ApiKey.END_TXN, 4, {"transactional_id": "tx", "producer_id": 1, "producer_epoch": 0,
+                                      "committed": True})
+    verdict = check(setup, ApiKey.END_TXN, 4, end)
+    assert isinstance(verdict, Deny)
+    assert wire(ApiKey.END_TXN, 4, verdict.body).error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    offsets = request(ApiKey.ADD_OFFSETS_TO_TXN, 4, {"transactional_id": "tx", "producer_id": 1,
+                                                    "producer_epoch": 0, "group_id": "g"})
+    authorizer.add([allow(ResourceType.TRANSACTIONAL_ID, "tx", AclOperation.WRITE)])
+    assert check(setup, ApiKey.END_TXN, 4, end) is None
+    verdict = check(setup, ApiKey.ADD_OFFSETS_TO_TXN, 4, offsets)
+    assert isinstance(verdict, Deny)
+    assert wire(ApiKey.ADD_OFFSETS_TO_TXN, 4, verdict.body).error_code == E.GROUP_AUTHORIZATION_FAILED
+    markers = request(ApiKey.WRITE_TXN_MARKERS, 1, {"markers": [
+        {"producer_id": 1, "producer_epoch": 0, "transaction_result": True, "coordinator_epoch": 0,
+         "topics": [{"name": "orders", "partition_indexes": [0, 2]}]}]})
+    verdict = check(setup, ApiKey.WRITE_TXN_MARKERS, 1, markers)
+    assert isinstance(verdict, Deny)
+    body = wire(ApiKey.WRITE_TXN_MARKERS, 1, verdict.body)
+    assert [p.error_code for p in body.markers[0].topics[0].partitions] == [E.CLUSTER_AUTHORIZATION_FAILED] * 2
+    assert check(setup, ApiKey.WRITE_TXN_MARKERS, 1, markers, principal="User:admin") is None
+
+
+def test_describing_transactions_and_producers_is_filtered(setup) -> None:
+    authorizer, _, _ = setup
+    authorizer.add([allow(ResourceType.TRANSACTIONAL_ID, "tx", AclOperation.DESCRIBE),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.READ)])
+    verdict = check(setup, ApiKey.DESCRIBE_TRANSACTIONS, 0,
+                    request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["tx", "other"]}))
+    assert isinstance(verdict, Partial) and verdict.request.transactional_ids == ["tx"]
+    body = wire(ApiKey.DESCRIBE_TRANSACTIONS, 0, verdict.merge(Obj(throttle_time_ms=0, transaction_states=[])))
+    assert [(s.transactional_id, s.error_code) for s in body.transaction_states] == [
+        ("other", E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)]
+    verdict = check(setup, ApiKey.LIST_TRANSACTIONS, 1, request(ApiKey.LIST_TRANSACTIONS, 1, {}))
+    assert isinstance(verdict, Partial)
+    listed = Obj(throttle_time_ms=0, error_code=0, unknown_state_filters=[], transaction_states=[
+        {"transactional_id": t, "producer_id": 1, "transaction_state": "Ongoing"} for t in ("tx", "other")])
+    assert [s["transactional_id"] for s in verdict.merge(listed)["transaction_states"]] == ["tx"]
+    verdict = check(setup, ApiKey.DESCRIBE_PRODUCERS, 0, request(ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [
+        {"name": "orders", "partition_indexes": [0]}, {"name": "secret", "partition_indexes": [0, 1]}]}))
+    assert isinstance(verdict, Partial) and [t.name for t in verdict.request.topics] == ["orders"]
+    body = wire(ApiKey.DESCRIBE_PRODUCERS, 0, verdict.merge(Obj(throttle_time_ms=0, topics=[])))
+    assert [(t.name, [p.error_code for p in t.partitions]) for t in body.topics] == [
+        ("secret", [E.TOPIC_AUTHORIZATION_FAILED] * 2)]
+
+
+@pytest.mark.parametrize("api_key", [ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS])
+def test_altering_configs_needs_alter_configs(setup, api_key: ApiKey) -> None:
+    authorizer, _, _ = setup
+    authorizer.add([allow(ResourceType.TOPIC, "orders", AclOperation.ALTER_CONFIGS)])
+    req = request(api_key, 1, {"validate_only": False, "resources": [
+        {"resource_type": 2, "resource_name": "orders", "configs": []},
+        {"resource_type": 2, "resource_name": "secret", "configs": []},
+        {"resource_type": 4, "resource_name": "1", "configs": []}]})
+    verdict = check(setup, api_key, 1, req)
+    assert isinstance(verdict, Partial) and [r.resource_name for r in verdict.request.resources] == ["orders"]
+    body = wire(api_key, 1, verdict.merge(Obj(throttle_time_ms=0, responses=[
+        {"error_code": 0, "error_message": None, "resource_type": 2, "resource_name": "orders"}])))
+    assert [(r.resource_name, r.error_code) for r in body.responses] == [
+        ("orders", E.NONE), ("secret", E.TOPIC_AUTHORIZATION_FAILED), ("1", E.CLUSTER_AUTHORIZATION_FAILED)]
+    verdict = check(setup, ApiKey.DESCRIBE_LOG_DIRS, 4, request(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None}))
+    assert isinstance(verdict, Deny)
+    assert wire(ApiKey.DESCRIBE_LOG_DIRS, 4, verdict.body).error_code == E.CLUSTER_AUTHORIZATION_FAILED

@@ -108,3 +108,38 @@ def test_brokers_replicate_and_fail_over_on_sasl_ssl(secure_cluster: KBrokerClus
              "byte-identical replicas")
     # a user without ACLs sees nothing: the brokers' principal is the only non-admin one allowed in
     assert TOPIC not in AdminClient(conf(secure_cluster, pki, "alice")).list_topics(timeout=10).topics
+
+
+def test_transactions_commit_across_brokers_over_sasl_ssl(secure_cluster: KBrokerCluster, pki: Pki) -> None:
+    """Markers and the leaders' checks with the coordinator travel between brokers on the SASL_SSL
+    listener as ``User:broker`` (CLUSTER_ACTION); a user without WRITE on a transactional id is refused."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = "txn-secure"
+    admin = AdminClient(conf(secure_cluster, pki))  # referenced until the result is in
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(60)
+    producer = Producer({**conf(secure_cluster, pki), "transactional.id": "secure-tx"})
+    producer.init_transactions(60)
+    for committed in (False, True):
+        producer.begin_transaction()
+        for i in range(30):
+            producer.produce(topic, f"{committed}-{i}".encode(), partition=i % 3)
+        if committed:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+    consumer = Consumer({**conf(secure_cluster, pki), "group.id": "txn-verify", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(3)])
+    got: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(got) < 30 and time.monotonic() < deadline:
+        got += [m.value().decode() for m in consumer.consume(100, 0.5) if m.error() is None]
+    consumer.close()
+    assert sorted(got) == sorted(f"True-{i}" for i in range(30))
+
+    intruder = Producer({**conf(secure_cluster, pki, "alice"), "transactional.id": "secure-tx"})
+    with pytest.raises(KafkaException) as refused:
+        intruder.init_transactions(30)
+    assert "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in str(refused.value) or "uthoriz" in str(refused.value)

@@ -750,16 +750,20 @@ class ConsumerGroups:
         self._emit(gid, GROUP_METADATA, {"group_id": gid}, None)
         self.groups.pop(gid, None)
 
-    def validate_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int) -> ErrorCode | None:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit``: an admin commit (epoch < 0) only to an Empty group,
-        a member's only with its current epoch."""
+    def validate_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
+                               transactional: bool = False) -> ErrorCode | None:
+        """Kafka's ``ConsumerGroup.validateOffsetCommit``: an admin commit (epoch < 0) only to an Empty group
+        (a transactional one without member information to any group), a member's only with its current
+        epoch (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION in TxnOffsetCommit, which has no such error)."""
         if epoch < 0 and not group.members:
+            return None
+        if transactional and epoch < 0 and not member_id:
             return None
         member = group.members.get(member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
         if epoch != member.member_epoch:
-            return E.STALE_MEMBER_EPOCH
+            return E.ILLEGAL_GENERATION if transactional else E.STALE_MEMBER_EPOCH
         return None
 
     def validate_offset_fetch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode | None:

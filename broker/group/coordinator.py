@@ -1171,8 +1171,11 @@ class GroupCoordinator:
         member_id = (g("member_id") or "") if v >= 3 else ""
         instance_id = g("group_instance_id") if v >= 3 else None
         group = self.groups.get(group_id)
+        consumer_group = self.consumer.groups.get(group_id)
         error: ErrorCode | None
-        if group is None:
+        if consumer_group is not None:
+            error = self.consumer.validate_offset_commit(consumer_group, member_id, generation, transactional=True)
+        elif group is None:
             error = None if generation < 0 else E.ILLEGAL_GENERATION
         else:
             error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)

@@ -333,6 +333,18 @@ def test_offset_commit_and_fetch_check_the_member_epoch() -> None:
     assert commit("", -1) == E.UNKNOWN_MEMBER_ID  # the group is not empty
     assert commit("a", a.epoch) == E.NONE
 
+    def txn_commit(member: str, epoch: int) -> int:
+        resp = s.call(28, 3, {"transactional_id": "tx", "group_id": "g", "producer_id": 7, "producer_epoch": 0,
+                              "generation_id": epoch, "member_id": member, "group_instance_id": None, "topics": [
+                                  {"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 3,
+                                                                "committed_leader_epoch": -1,
+                                                                "committed_metadata": ""}]}]})
+        return resp["topics"][0]["partitions"][0]["error_code"]
+
+    assert txn_commit("a", a.epoch + 1) == E.ILLEGAL_GENERATION
+    assert txn_commit("a", a.epoch) == E.NONE
+    assert txn_commit("", -1) == E.NONE  # exactly-once without membership information
+
     def fetch(member: str | None, epoch: int) -> dict[str, Any]:
         resp = s.call(9, 9, {"groups": [{"group_id": "g", "member_id": member, "member_epoch": epoch,
                                           "topics": None}], "require_stable": False})

@@ -67,8 +67,9 @@ CONSUMER_MEMBER_TYPE = 1
 
 _SESSION = "cg-session"
 _REVOKE = "cg-revoke"
+_REGEX = "cg-regex"
 #: the timer kinds this module schedules in the shard's KeyedTimers
-TIMER_KINDS = frozenset({_SESSION, _REVOKE})
+TIMER_KINDS = frozenset({_SESSION, _REVOKE, _REGEX})
 
 _I16 = struct.Struct(">h")
 
@@ -531,7 +532,8 @@ class ConsumerGroups:
         if previous is not None:  # rejoining: start over without partitions
             self._write_assignment(group, member, 0, -1, MemberState.STABLE, {}, {})
         if updated.subscribed_topic_regex is not None and updated.subscribed_topic_regex not in group.regexes:
-            self._resolve_regex(group, updated.subscribed_topic_regex)
+            # resolved after this heartbeat, as Kafka does: the literal topics are assigned first
+            self.timers.schedule((_REGEX, gid), now_ms)
         self._refresh_subscription(group, bump)
         self._reconcile(group, member, owned)
         self._arm_timers(group, member)
@@ -707,6 +709,9 @@ class ConsumerGroups:
         """A consumer-group timer of :data:`TIMER_KINDS` fired: the session ended, or a member did not revoke
         within its rebalance timeout; either way it is fenced."""
         self._now = now_ms
+        if key[0] == _REGEX:  # type: ignore[index]
+            self._resolve_new_regexes(key[1])  # type: ignore[index]
+            return
         kind, gid, mid = key  # type: ignore[misc]
         group = self.groups.get(gid)
         member = group.members.get(mid) if group is not None else None
@@ -715,6 +720,18 @@ class ConsumerGroups:
         if kind == _REVOKE and member.state is not MemberState.UNREVOKED_PARTITIONS:
             return
         self.remove_member(group, member, "session expired" if kind == _SESSION else "did not revoke in time")
+
+    def _resolve_new_regexes(self, group_id: str) -> None:
+        """Resolve the regexes members subscribed with that the group has not resolved yet; a new epoch follows."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        new = {m.subscribed_topic_regex for m in group.members.values()
+               if m.subscribed_topic_regex is not None and m.subscribed_topic_regex not in group.regexes}
+        for pattern in sorted(new):
+            self._resolve_regex(group, pattern)
+        if new:
+            self._refresh_subscription(group, True)
 
     def metadata_changed(self, now_ms: int) -> None:
         """Topics were created, deleted or grew: re-resolve regexes and refresh every group's subscription."""

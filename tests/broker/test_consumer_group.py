@@ -260,13 +260,17 @@ def test_subscription_change_moves_partitions() -> None:
 
 def test_regex_subscription_follows_topic_creation() -> None:
     s = Shard(Topics(**{"logs-a": 2, "other": 3}))
-    a = Client(s, "a", regex="logs-.*")
+    a = Client(s, "a", ["other"], regex="logs-.*")
+    a.beat()
+    # the regex is resolved after the heartbeat that brought it (Kafka's order: literal topics first)
+    assert {t for t, _ in a.partitions()} == {s.topics.topic_id("other")}
+    s.advance(1)
     settle([a])
-    assert {t for t, _ in a.partitions()} == {s.topics.topic_id("logs-a")}
+    assert {t for t, _ in a.partitions()} == {s.topics.topic_id("logs-a"), s.topics.topic_id("other")}
     s.topics.create("logs-b", 2)
     s.run(s.c.metadata_changed(s.now))
     settle([a])
-    assert {t for t, _ in a.partitions()} == {s.topics.topic_id("logs-a"), s.topics.topic_id("logs-b")}
+    assert {t for t, _ in a.partitions()} == {s.topics.topic_id(n) for n in ("logs-a", "logs-b", "other")}
     assert s.hb("b", 0, regex="(")["error_code"] == E.INVALID_REGULAR_EXPRESSION
 
 
@@ -303,6 +307,8 @@ def test_replay_rebuilds_the_groups() -> None:
     clients = [Client(s, f"m{i}", ["t", "u"], instance="s0" if i == 0 else None) for i in range(3)]
     settle(clients)
     b = Client(s, "x", regex="u")
+    b.beat()
+    s.advance(1)  # the regex resolves
     b.beat()  # leave it mid-reconciliation
     again = GroupCoordinator(s.config, now_ms=s.now, topics=s.topics)
     for key, value in s.records:

@@ -413,21 +413,27 @@ class ConsumerGroups:
                 return self._leave(g("group_id"), g("member_id") or "", g("instance_id"), epoch)
             return self._heartbeat(now_ms, req, client_id, client_host)
         except _Fail as fail:
+            log.debug("consumer group %s: heartbeat of %s (epoch %s) refused: %s %s", g("group_id"), g("member_id"),
+                      g("member_epoch"), fail.code.name, fail.message)
             return {"throttle_time_ms": 0, "error_code": fail.code, "error_message": fail.message,
                     "member_id": None, "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _validate(self, version: int, req: Any) -> None:
         """Kafka's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
         g = req.get
-        if not g("group_id"):
-            raise _Fail(E.INVALID_REQUEST, "GroupId can't be empty.")
         epoch = g("member_epoch")
-        if version >= 1 and not g("member_id"):
+
+        def blank(value: str | None) -> bool:
+            return value is not None and not value.strip()
+
+        if (version >= 1 or epoch > 0 or epoch == LEAVE_EPOCH) and blank(g("member_id") or ""):
             raise _Fail(E.INVALID_REQUEST, "MemberId can't be empty.")
+        if blank(g("group_id") or ""):
+            raise _Fail(E.INVALID_REQUEST, "GroupId can't be empty.")
         instance = g("instance_id")
-        if instance is not None and not instance:
+        if blank(instance):
             raise _Fail(E.INVALID_REQUEST, "InstanceId can't be empty.")
-        if g("rack_id") is not None and not g("rack_id"):
+        if blank(g("rack_id")):
             raise _Fail(E.INVALID_REQUEST, "RackId can't be empty.")
         assignor = g("server_assignor")
         if assignor is not None and assignor not in self.config.assignors:
@@ -443,13 +449,13 @@ class ConsumerGroups:
             if g("topic_partitions") is None or len(g("topic_partitions")):
                 raise _Fail(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
             if g("subscribed_topic_names") is None and regex is None:
-                raise _Fail(E.INVALID_REQUEST, "SubscribedTopicNames or SubscribedTopicRegex must be set in "
-                                               "first request.")
+                raise _Fail(E.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                                               "non-null when (re-)joining.")
         elif epoch == LEAVE_STATIC_EPOCH:
             if instance is None:
                 raise _Fail(E.INVALID_REQUEST, "InstanceId can't be null.")
         elif epoch < LEAVE_STATIC_EPOCH:
-            raise _Fail(E.INVALID_REQUEST, f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
+            raise _Fail(E.INVALID_REQUEST, "MemberEpoch is invalid.")
 
     def _group(self, group_id: str, create: bool) -> ConsumerGroup:
         group = self.groups.get(group_id)

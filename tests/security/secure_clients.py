@@ -291,7 +291,7 @@ def failed_kafka_python(login: Login) -> str:
     logging.getLogger("kafka").addHandler(handler)
     try:
         try:
-            KafkaProducer(**kafka_python_conf(login), bootstrap_timeout_ms=3000).close(1)
+            KafkaProducer(**kafka_python_conf(login), bootstrap_timeout_ms=8000).close(1)
         except Exception as exc:  # kafka-python gives up bootstrapping and says why in its log
             raised = f"{type(exc).__name__}: {exc}"
         else:

@@ -20,6 +20,7 @@ from broker.cluster.kv import KVError
 from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
 from broker.log.errors import InvalidTopicError
 from broker.log.manager import validate_topic_name
+from broker.server import is_awaitable
 from broker.topic_admin import TopicAdmin, TopicError
 from protocol.api import (
     APIS,
@@ -176,7 +177,7 @@ class KafkaApis:
         if fault is not None:
             return self._run_fault(ctx, request, handler, fault)
         result = handler(ctx, request)
-        if isinstance(result, Awaitable):
+        if is_awaitable(result):
             return self._finish_async(ctx, result)
         return self._respond(ctx, result)
 
@@ -194,7 +195,7 @@ class KafkaApis:
         if fault.error_code is not None:
             return self._respond(ctx, error_response(ctx.header.api_key, ctx.version, request, fault.error_code))
         result = handler(ctx, request)
-        if isinstance(result, Awaitable):
+        if is_awaitable(result):
             result = await result
         return self._respond(ctx, result)
 

@@ -120,6 +120,9 @@ class BrokerMetrics:
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
+        #: series children by (api, version) and by topic, so the request path does one dict lookup
+        self._request_children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._by_topic: dict[str, tuple[Any, Any, Any]] = {}
         #: the event loop the broker runs on; scrape-time collection snapshots state there
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -132,9 +135,13 @@ class BrokerMetrics:
     # -- request path ------------------------------------------------------------------
 
     def observe_request(self, api: str, version: int, seconds: float, body: Any) -> None:
-        v = str(version)
-        self.requests.labels(api, v).inc()
-        self.request_latency.labels(api, v).observe(seconds)
+        children = self._request_children.get((api, version))
+        if children is None:
+            v = str(version)
+            children = self._request_children[(api, version)] = (self.requests.labels(api, v),
+                                                                  self.request_latency.labels(api, v))
+        children[0].inc()
+        children[1].observe(seconds)
         if body is not None:
             for code in _error_codes(body):
                 self.request_error(api, code)
@@ -153,19 +160,31 @@ class BrokerMetrics:
             self._error_names[code] = name
         self.errors.labels(api, name).inc()
 
+    def _topic_children(self, topic: str) -> tuple[Any, Any, Any]:
+        """The (bytes in, messages in, bytes out) series of ``topic`` (looked up once per topic)."""
+        children = self._by_topic.get(topic)
+        if children is None:
+            label = self.topic_label(topic)
+            children = (self.bytes_in_total.labels(label), self.messages_in_total.labels(label),
+                        self.bytes_out_total.labels(label))
+            if label != OTHER:
+                self._by_topic[topic] = children
+        return children
+
     def bytes_in(self, topic: str, nbytes: int, records: int) -> None:
-        label = self.topic_label(topic)
-        self.bytes_in_total.labels(label).inc(nbytes)
-        self.messages_in_total.labels(label).inc(records)
+        children = self._topic_children(topic)
+        children[0].inc(nbytes)
+        children[1].inc(records)
 
     def bytes_out(self, topic: str, nbytes: int) -> None:
-        self.bytes_out_total.labels(self.topic_label(topic)).inc(nbytes)
+        self._topic_children(topic)[2].inc(nbytes)
 
     def topics_changed(self) -> None:
         """Drop the per-topic series of deleted topics and free their label slots."""
         existing = self.topic_names()
         for topic in [t for t in self.topic_label.seen if t not in existing]:
             self.topic_label.forget(topic)
+            self._by_topic.pop(topic, None)
             for counter in (self.bytes_in_total, self.bytes_out_total, self.messages_in_total):
                 try:
                     counter.remove(topic)

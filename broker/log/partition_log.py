@@ -385,12 +385,15 @@ class PartitionLog:
 
         Raises ``CorruptMessageError``, ``InvalidRecordError``, ``MessageTooLargeError``,
         ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``;
-        nothing is written when it raises.  A bytearray is stamped in place.
-        ``KafkaStorageError`` when the log directory is offline or goes offline (a failed
-        write, or a failed fsync of a ``flush.messages`` flush).
+        nothing is written when it raises.  A bytearray or writable memoryview (the batch in
+        the received request) is stamped in place and written from there; anything else is
+        copied first.  ``KafkaStorageError`` when the log directory is offline or goes offline
+        (a failed write, or a failed fsync of a ``flush.messages`` flush).
         """
         self._dir_failure.check()
-        buf = batch if type(batch) is bytearray else bytearray(batch)
+        kind = type(batch)
+        in_place = kind is bytearray or (kind is memoryview and not batch.readonly)  # type: ignore[union-attr]
+        buf = batch if in_place else bytearray(batch)
         n = len(buf)
         if n < BATCH_HEADER_SIZE:
             raise CorruptMessageError(f"batch of {n} bytes is shorter than a batch header")

@@ -62,8 +62,8 @@ def recompress(batch: bytes | bytearray | memoryview, codec: int, *, max_decompr
     )
 
 
-def recompress_for_topic(batch: bytes, header: BatchHeader, compression_type: str, *,
-                         max_decompressed_size: int) -> bytes:
+def recompress_for_topic(batch: bytes | bytearray | memoryview, header: BatchHeader, compression_type: str, *,
+                         max_decompressed_size: int) -> bytes | bytearray | memoryview:
     """The batch a topic with ``compression.type`` stores for the produced ``batch``.
 
     Unchanged when the topic keeps the producer's codec or the batch already uses the topic's;

@@ -296,7 +296,7 @@ class Profiler:
             return
         exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         self.path = os.path.join(self.directory, f"{case}.txt")
-        self.proc = subprocess.Popen([exe, "record", "-p", str(self.pid), "-r", "250", "-f", "raw", "-o", self.path,
+        self.proc = subprocess.Popen([exe, "record", "-p", str(self.pid), "-r", "1000", "-f", "raw", "-o", self.path,
                                       "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
 
@@ -399,15 +399,21 @@ class Bench:
         m = Measured()
         self.profiler.start(case)
         before = cpu_times(pid)
+        own_before = os.times()
+        start = time.perf_counter()
         try:
             yield m
         finally:
             after = cpu_times(pid)
+            own_after = os.times()
+            wall = time.perf_counter() - start
             m.user, m.system = after[0] - before[0], after[1] - before[1]
             m.cpu = m.user + m.system
             self.profiler.stop()
             if self.args.verbose:
-                print(f"  [{case}: broker CPU {m.user:.2f} s user + {m.system:.2f} s system]", flush=True)
+                own = (own_after.user - own_before.user) + (own_after.system - own_before.system)
+                print(f"  [{case}: {wall:.2f} s; broker CPU {m.user:.2f} s user + {m.system:.2f} s system "
+                      f"({m.cpu / wall:.0%}); load generator CPU {own:.2f} s ({own / wall:.0%})]", flush=True)
 
     def produce_rate(self, port: int, topic: str, partitions: int, record_bytes: int, batch_bytes: int,
                      total_bytes: int, window: int, conns: int = 1, *, case: str) -> tuple[float, float]:

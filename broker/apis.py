@@ -28,7 +28,8 @@ from protocol.api import (
     RequestHeaderData,
     decode_request_body,
     decode_request_header,
-    encode_response_parts,
+    encode_response_frame,
+    response_parts,
 )
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
@@ -54,6 +55,7 @@ _CLIENT_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 NOT_SERVED = {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
 #: KAFKA-18659: librdkafka disables compression unless Produce advertises min version 0.
 ADVERTISED_MIN = {ApiKey.PRODUCE: 0}
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
 #: How long Metadata waits for auto-created topics, and FindCoordinator for the offsets topic, to get leaders.
 AUTO_CREATE_WAIT_S = 5.0
 COORDINATOR_WAIT_S = 5.0
@@ -158,7 +160,7 @@ class KafkaApis:
         ctx = RequestContext(conn, header)
         key, version = header.api_key, header.api_version
         api = APIS.get(key)
-        if key == ApiKey.API_VERSIONS and (api is None or version > api.max_version):
+        if key == _API_VERSIONS and (api is None or version > api.max_version):
             # KIP-511: answer an ApiVersions we cannot parse with a v0 body naming our range.
             body = Obj(error_code=E.UNSUPPORTED_VERSION, api_keys=[
                 e for e in self._api_versions_entries if e["api_key"] == ApiKey.API_VERSIONS])
@@ -202,11 +204,14 @@ class KafkaApis:
     def _respond(self, ctx: RequestContext, body: Obj | None, version_override: int | None = None) -> Any:
         header = ctx.header
         api = APIS[header.api_key]
-        self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received, body)
         if body is None:
+            self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received)
             return None
         version = header.api_version if version_override is None else version_override
-        return encode_response_parts(header.api_key, version, header.correlation_id, body)
+        frame = encode_response_frame(header.api_key, version, header.correlation_id, body)
+        self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received,
+                                     frame.errors)
+        return response_parts(frame)
 
     # -- cluster and metadata --------------------------------------------------------------------
 

@@ -57,6 +57,13 @@ WRITE_TIMEOUT_MS = 30_000
 _LOAD_BATCHES_PER_STEP = 200
 
 
+#: API keys as plain ints for the request path (an IntEnum member lookup costs ~10 int compares)
+_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS = int(ApiKey.LIST_GROUPS), int(ApiKey.DESCRIBE_GROUPS), \
+    int(ApiKey.DELETE_GROUPS)
+_MULTI_GROUP = frozenset({_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS, int(ApiKey.OFFSET_FETCH)})
+_MEMBERSHIP = frozenset({int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)})
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -219,16 +226,18 @@ class GroupService:
 
     # -- requests --------------------------------------------------------------------
     def handle(self, ctx: RequestContext, req: Obj) -> Any:
-        key, version = ctx.header.api_key, ctx.version
-        if key == ApiKey.LIST_GROUPS:
-            return self._list_groups(ctx, req)
-        if key == ApiKey.DESCRIBE_GROUPS:
-            return self._scatter(ctx, req, "groups", "groups", _describe_error)
-        if key == ApiKey.DELETE_GROUPS:
-            return self._scatter(ctx, req, "groups_names", "results", _delete_error)
-        if key == ApiKey.OFFSET_FETCH and version >= 8:
-            return self._scatter(ctx, req, "groups", "groups", _offset_fetch_error, field="group_id")
-        shard, code = self._shard_for(req.group_id)
+        header = ctx.header
+        key, version = header.api_key, header.api_version
+        if key in _MULTI_GROUP:
+            if key == _LIST_GROUPS:
+                return self._list_groups(ctx, req)
+            if key == _DESCRIBE_GROUPS:
+                return self._scatter(ctx, req, "groups", "groups", _describe_error)
+            if key == _DELETE_GROUPS:
+                return self._scatter(ctx, req, "groups_names", "results", _delete_error)
+            if version >= 8:  # OffsetFetch for several groups
+                return self._scatter(ctx, req, "groups", "groups", _offset_fetch_error, field="group_id")
+        shard, code = self._shard_for(req["group_id"])
         if shard is None:
             from broker.apis import error_response
 
@@ -247,10 +256,11 @@ class GroupService:
         """Run one request on a shard: the response now, or a future when it waits (parked or writing)."""
         assert shard.coordinator is not None
         token = next(self._tokens)
-        key = ctx.header.api_key
-        effects = shard.coordinator.handle(key, _now_ms(), ctx.version, req, token,
-                                           client_id=ctx.client_id, client_host=ctx.client_host)
-        if key in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP):
+        header = ctx.header
+        key = header.api_key
+        effects = shard.coordinator.handle(key, _now_ms(), header.api_version, req, token,
+                                           client_id=header.client_id or "", client_host=ctx.client_host)
+        if key in _MEMBERSHIP:
             self._track_rebalances(shard, req.get("group_id"))
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[token] = future

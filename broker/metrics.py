@@ -134,7 +134,9 @@ class BrokerMetrics:
 
     # -- request path ------------------------------------------------------------------
 
-    def observe_request(self, api: str, version: int, seconds: float, body: Any) -> None:
+    def observe_request(self, api: str, version: int, seconds: float, errors: list[int] | None = None) -> None:
+        """One request of ``api``/``version`` answered after ``seconds``, with the non-zero error
+        codes its response carries (``protocol.primitives.Writer.errors``)."""
         children = self._request_children.get((api, version))
         if children is None:
             v = str(version)
@@ -142,11 +144,17 @@ class BrokerMetrics:
                                                                   self.request_latency.labels(api, v))
         children[0].inc()
         children[1].observe(seconds)
-        if body is not None:
-            for code in _error_codes(body):
-                self.request_error(api, code)
+        if errors:
+            if len(errors) == 1:
+                self.request_error(api, errors[0])
+            else:
+                counts: dict[int, int] = {}
+                for code in errors:
+                    counts[code] = counts.get(code, 0) + 1
+                for code, n in counts.items():
+                    self.request_error(api, code, n)
 
-    def request_error(self, api: str, code: int) -> None:
+    def request_error(self, api: str, code: int, count: int = 1) -> None:
         if api.startswith("Unknown"):
             api = "Unknown"  # the key is client-chosen: one label value for all unknown APIs
         name = self._error_names.get(code)
@@ -158,7 +166,7 @@ class BrokerMetrics:
             except ValueError:
                 name = str(code)
             self._error_names[code] = name
-        self.errors.labels(api, name).inc()
+        self.errors.labels(api, name).inc(count)
 
     def _topic_children(self, topic: str) -> tuple[Any, Any, Any]:
         """The (bytes in, messages in, bytes out) series of ``topic`` (looked up once per topic)."""
@@ -231,23 +239,6 @@ class BrokerMetrics:
                 server.server_close()
             self._http = None
         self.bound_port = None
-
-
-def _error_codes(body: Any, budget: int = 2000) -> Iterator[int]:
-    """Non-zero ``error_code`` values in a response body (bounded walk, records skipped)."""
-    stack = [body]
-    while stack and budget > 0:
-        node = stack.pop()
-        budget -= 1
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key == "error_code":
-                    if value:
-                        yield int(value)
-                elif isinstance(value, list | dict) and key != "records":
-                    stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
 
 
 class _StateCollector:

@@ -271,14 +271,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             while not self.closed:
                 self._again = False
+                # every request the limits allow first, then their answers out together
+                backlog = self.backlog
+                while backlog and not self.closing and not self.closed and self._may_handle():
+                    self._handle_frame(backlog.popleft())
                 pending = self.pending
                 while pending and pending[0].done:
                     self._enqueue(pending.popleft().parts)
                 self._pump()
-                if self.backlog and not self.closing and not self.closed and self._may_handle():
-                    self._handle_frame(self.backlog.popleft())
-                    continue
-                if not self._again:
+                if not self._again and not (backlog and not self.closing and not self.closed
+                                            and self._may_handle()):
                     break
         finally:
             self._running = False
@@ -585,6 +587,7 @@ class KafkaServer:
         #: where connections read small requests (shared: they all run on one event loop)
         self.scratch = bytearray(SCRATCH_BYTES)
         self.server: asyncio.base_events.Server | None = None
+        self._write_buffer_bytes = max(1, config.connection_write_buffer_bytes)
         self.zero_copy = True
         self.sendfile_bytes = 0
         #: bytes of answered responses not yet handed to a socket, over all connections
@@ -594,7 +597,7 @@ class KafkaServer:
 
     @property
     def write_buffer_bytes(self) -> int:
-        return max(1, self.config.connection_write_buffer_bytes)
+        return self._write_buffer_bytes
 
     def buffered_bytes(self) -> int:
         """Bytes held in the connections' user-space write buffers."""

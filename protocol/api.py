@@ -287,6 +287,12 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
                           body: Any) -> list[bytearray | memoryview | ExternalBytes]:
     """A response frame as chunks: the encoded bytes (not copied again: a ``bytearray``, or
     ``memoryview`` pieces of it), with :class:`ExternalBytes` where record data goes."""
+    return response_parts(encode_response_frame(api_key, api_version, correlation_id, body))
+
+
+def encode_response_frame(api_key: int, api_version: int, correlation_id: int, body: Any) -> Writer:
+    """A response frame (size prefix, header, body) in a :class:`Writer`: its ``splices`` say where
+    external bytes go, its ``errors`` the non-zero error codes encoded."""
     codec = _response_codecs.get((api_key, api_version))
     if codec is None:
         api = APIS[api_key]
@@ -299,10 +305,15 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
         out.append(0)
     message.encode_into(api_version, body, out)
     splices = out.splices
+    _i32.pack_into(out, 0, len(out) - 4 + (sum(ext.size for _, ext in splices) if splices else 0))
+    return out
+
+
+def response_parts(out: Writer) -> list[bytearray | memoryview | ExternalBytes]:
+    """An encoded frame as the chunks to send: itself, or pieces of it around its external bytes."""
+    splices = out.splices
     if not splices:
-        _i32.pack_into(out, 0, len(out) - 4)
         return [out]
-    _i32.pack_into(out, 0, len(out) - 4 + sum(ext.size for _, ext in splices))
     view = memoryview(out)
     parts: list[bytearray | memoryview | ExternalBytes] = []
     start = 0

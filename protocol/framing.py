@@ -36,6 +36,8 @@ DEFAULT_SCRATCH_BYTES = 64 * 1024
 #: after a frame that had its own buffer, read only this much ahead (the next header, probably of
 #: another large frame), so the next frame's bytes are not read into the scratch buffer and copied
 _AFTER_LARGE_READ = 4096
+#: frames bigger than this are read into a buffer of their own
+OWN_BUFFER_ABOVE = 16 * 1024
 _EMPTY = bytearray()
 
 
@@ -44,8 +46,9 @@ class FrameReceiver:
 
     ``scratch`` is where small frames are read (a private one of ``DEFAULT_SCRATCH_BYTES`` by
     default; several receivers used from one thread may share one, as each keeps its partial frame
-    itself between reads).  Frames that do not fit in half of it get their own buffer, first
-    ``initial_frame_bytes`` big (or the whole frame if smaller), growing fourfold until the frame fits.
+    itself between reads).  Frames above ``OWN_BUFFER_ABOVE`` bytes (copying them out of the scratch
+    buffer would cost more than an extra read) get their own buffer, first ``initial_frame_bytes``
+    big (or the whole frame if smaller), growing fourfold until the frame fits.
     """
 
     __slots__ = ("_after_large", "_filled", "_frame", "_in_scratch", "_need", "_pending", "_scratch", "error",
@@ -56,8 +59,8 @@ class FrameReceiver:
         self.max_frame_bytes = max_frame_bytes
         self.initial_frame_bytes = max(1, initial_frame_bytes)
         self._scratch = scratch if scratch is not None else bytearray(DEFAULT_SCRATCH_BYTES)
-        if len(self._scratch) < 2 * _AFTER_LARGE_READ:
-            raise ValueError(f"a scratch buffer needs at least {2 * _AFTER_LARGE_READ} bytes")
+        if len(self._scratch) < 2 * (OWN_BUFFER_ABOVE + 4):
+            raise ValueError(f"a scratch buffer needs at least {2 * (OWN_BUFFER_ABOVE + 4)} bytes")
         self._pending: bytearray = _EMPTY  # received bytes of the next frame (header included), if small
         self._in_scratch = 0  # how many of them get_buffer put at the start of the scratch buffer
         self._frame: bytearray | None = None  # a large frame being read into its own buffer
@@ -87,7 +90,7 @@ class FrameReceiver:
         n = len(pending)
         if n >= 4:
             (size,) = _size.unpack_from(pending, 0)
-            if 4 + size > len(scratch) // 2:
+            if size > OWN_BUFFER_ABOVE:
                 return self._own_buffer(size)
         if n:
             scratch[:n] = pending

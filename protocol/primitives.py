@@ -71,11 +71,16 @@ class Obj(dict):
 
 
 class Writer(bytearray):
-    """Output buffer that also records :class:`ExternalBytes` to splice in later."""
+    """Output buffer that also records :class:`ExternalBytes` to splice in later, and the non-zero
+    ``error_code`` values the encoded structs carried (``errors``, for metrics: no second walk of
+    the response; codes inside tagged fields are not included)."""
+
+    __slots__ = ("errors", "splices")
 
     def __init__(self) -> None:
         super().__init__()
         self.splices: list[tuple[int, ExternalBytes]] = []
+        self.errors: list[int] = []
 
 
 class ExternalBytes:

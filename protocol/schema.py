@@ -243,8 +243,14 @@ class KStruct(KConstruct):
             if group[0].con.fmt is not None:
                 fmt = "".join(s.con.fmt for s in group)
                 sname = p.code_struct(code, fmt)
-                args = ", ".join(f"g({s.field.name!r}, {s.default!r})" for s in group)
+                noted = [s for s in group if s.field.name == "error_code"]
+                for s in noted:
+                    lines.append(f"    _ec = g('error_code', {s.default!r})")
+                args = ", ".join("_ec" if s in noted else f"g({s.field.name!r}, {s.default!r})" for s in group)
                 lines.append(f"    out += {sname}.pack({args})")
+                if noted:
+                    lines.append("    if _ec:")
+                    lines.append("        out.errors.append(_ec)")
             else:
                 slot = group[0]
                 var = f"_v{code.allocateId()}"

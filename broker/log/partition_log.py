@@ -54,6 +54,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from broker.log._fs import atomic_write
 from broker.log.cleaner import recover_interrupted_swaps
@@ -95,12 +96,12 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     """What Produce answers: ``log_append_time`` is -1 unless the topic uses LogAppendTime.
 
     ``duplicate`` is True when the batch was a retry of an already-appended
     idempotent batch: the offsets are the original ones and nothing was written.
+    (A named tuple: one is made per append.)
     """
 
     base_offset: int

@@ -84,21 +84,22 @@ def call(sock: socket.socket, key: int, version: int, body: dict[str, Any]) -> A
     return decode_response(key, version, read_frame(sock))[1]
 
 
-def read_frame(sock: socket.socket) -> bytearray:
+def read_frame(sock: socket.socket, into: bytearray | None = None) -> memoryview:
+    """The next response frame (without its size prefix); read into ``into`` when it is big enough."""
     (size,) = _size.unpack(read_exactly(sock, 4))
-    return read_exactly(sock, size)
+    return read_exactly(sock, size, into)
 
 
-def read_exactly(sock: socket.socket, n: int) -> bytearray:
-    buf = bytearray(n)
-    view = memoryview(buf)
+def read_exactly(sock: socket.socket, n: int, into: bytearray | None = None) -> memoryview:
+    buf = into if into is not None and len(into) >= n else bytearray(n)
+    view = memoryview(buf)[:n]
     got = 0
     while got < n:
         k = sock.recv_into(view[got:])
         if not k:
             raise ConnectionError("broker closed the connection")
         got += k
-    return buf
+    return view
 
 
 def create_topic(port: int, name: str, partitions: int) -> None:
@@ -609,6 +610,7 @@ def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
             {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}]})
         end = offsets.topics[0].partitions[0].offset
         offset, nbytes = 0, 0
+        buffer = bytearray(partition_max + (1 << 20))  # reused, as a consumer's receive buffer is
         start = time.perf_counter()
         while offset < end:
             body = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 50 << 20,
@@ -617,7 +619,7 @@ def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
                         {"partition": 0, "fetch_offset": offset, "log_start_offset": -1,
                          "partition_max_bytes": partition_max}]}], "forgotten_topics_data": [], "rack_id": ""}
             sock.sendall(encode_request(ApiKey.FETCH, FETCH_V, 1, "raw-wire", body))
-            frame = read_frame(sock)
+            frame = read_frame(sock, buffer)
             _, resp = decode_response(ApiKey.FETCH, FETCH_V, frame)
             part = resp.responses[0].partitions[0]
             if part.error_code:

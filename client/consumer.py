@@ -17,7 +17,7 @@ import inspect
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from client.cluster import ClusterMetadata
@@ -43,6 +43,7 @@ from client.types import (
     TopicPartition,
 )
 from protocol.error_codes import ErrorCode
+from protocol.records import next_offset_after
 from protocol.timer_service import WheelTimer
 
 log = logging.getLogger(__name__)
@@ -314,10 +315,24 @@ class Consumer:
 
     async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
                       max_records: int | None = None) -> dict[TopicPartition, list[Record]]:
+        max_records = max_records if max_records is not None else self.config.max_poll_records
+        only = set(partitions) if partitions else None
+        return await self._poll(timeout_ms, lambda: self._drain(only, max_records))
+
+    async def getmany_record_sets(self, *partitions: TopicPartition,
+                                  timeout_ms: int = 0) -> dict[TopicPartition, list[tuple[Any, int]]]:
+        """Like :meth:`getmany`, but the fetched record sets undecoded: per partition a list of
+        ``(record_set, min_offset)`` — the broker's record batches as received (a bytes-like view)
+        and the first offset the consumer has not returned yet (records below it in the set are to
+        be skipped).  For readers that decode batches themselves, e.g. into columns with
+        :class:`protocol.records.RecordColumns`; deserializers do not apply.  The positions move
+        past the last whole batch of each set."""
+        only = set(partitions) if partitions else None
+        return await self._poll(timeout_ms, lambda: self._drain_record_sets(only))
+
+    async def _poll(self, timeout_ms: int, drain: Callable[[], dict[TopicPartition, Any]]) -> dict[TopicPartition, Any]:
         with self._owned():
             net, fetcher = self._check()
-            max_records = max_records if max_records is not None else self.config.max_poll_records
-            only = set(partitions) if partitions else None
             deadline = net.timers.now_ms() + timeout_ms
             while True:
                 if self._coordinator is not None:
@@ -326,7 +341,7 @@ class Consumer:
                 if err is not None:
                     raise err
                 await self._update_positions()
-                data = self._drain(only, max_records)
+                data = drain()
                 if data:
                     return data
                 remaining = deadline - net.timers.now_ms()
@@ -352,14 +367,33 @@ class Consumer:
             pos = self._positions.get(tp)
             if pos is None or tp not in self._assignment:
                 continue
-            recs = [r for r in recs if r.offset >= pos]
-            if not recs:
-                continue
+            if recs[0].offset < pos:
+                recs = [r for r in recs if r.offset >= pos]
+                if not recs:
+                    continue
             self._positions[tp] = recs[-1].offset + 1
             if kd is not None or vd is not None:
                 recs = [r._replace(key=kd(r.key) if kd else r.key, value=vd(r.value) if vd else r.value)
                         for r in recs]
             out[tp] = recs
+        return out
+
+    def _drain_record_sets(self, only: set[TopicPartition] | None) -> dict[TopicPartition, list[tuple[Any, int]]]:
+        assert self._fetcher is not None
+        out: dict[TopicPartition, list[tuple[Any, int]]] = {}
+        for tp, sets in self._fetcher.drain_record_sets(only).items():
+            pos = self._positions.get(tp)
+            if pos is None or tp not in self._assignment:
+                continue
+            kept = []
+            for data, offset in sets:
+                end = next_offset_after(data)
+                if end > pos:
+                    kept.append((data, max(offset, pos)))
+                    pos = end
+            if kept:
+                self._positions[tp] = pos
+                out[tp] = kept
         return out
 
     async def getone(self, *partitions: TopicPartition) -> Record:

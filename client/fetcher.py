@@ -1,10 +1,16 @@
-"""Prefetching fetcher: one Fetch loop per leader broker, records buffered per partition.
+"""Prefetching fetcher: one Fetch loop per leader broker, record sets buffered per partition.
 
-Owns fetch positions (the next offset to request) and the buffers of fetched records; the
+Owns fetch positions (the next offset to request) and the buffers of fetched record sets; the
 consumer owns the application positions and drains the buffers.  A partition is fetched when
-it is assigned, not paused, has a position and its buffer is below ``max_partition_fetch_bytes``
-worth of records; each broker has at most one Fetch in flight (on its ``fetch`` connection).
-Responses for partitions whose position moved meanwhile (seek, revoke) are dropped.
+it is assigned, not paused, has a position and its buffer is below ``max_partition_fetch_bytes``;
+each broker has at most one Fetch in flight (on its ``fetch`` connection).  Responses for
+partitions whose position moved meanwhile (seek, revoke) are dropped.
+
+Record sets are kept as the broker sent them (views of the response frame) and decoded when
+drained: into :class:`~client.types.Record` rows by ``protocol.records.decode_rows`` (compiled
+when available: no Python call per record), or handed over undecoded to readers that decode
+them into columns themselves (:meth:`Fetcher.drain_record_sets`).  Only the batch headers are
+read at fetch time, to move the fetch position past the last whole batch.
 """
 
 from __future__ import annotations
@@ -22,17 +28,24 @@ from client.net import ZERO_UUID, NetworkClient
 from client.types import Record, TopicPartition
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.records import CorruptRecordError, decode_record_set
+from protocol.records import CorruptRecordError, decode_rows, encode_batch, iter_batch_headers
 
 log = logging.getLogger(__name__)
 
 
 class PartitionBuffer:
-    __slots__ = ("bytes", "records")
+    __slots__ = ("bytes", "chunks", "records")
 
     def __init__(self) -> None:
-        self.records: deque[Record] = deque()
+        #: fetched record sets not decoded yet, each with the offset it was fetched from
+        self.chunks: deque[tuple[Any, int]] = deque()
+        #: records decoded but not drained yet (a drain limited by ``max_records``)
+        self.records: list[Record] = []
+        #: bytes of fetched data held (raw record sets, and what decoded leftovers came from)
         self.bytes = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.chunks or self.records)
 
 
 class Fetcher:
@@ -178,41 +191,31 @@ class Fetcher:
             self.data_ready.set()
         return healthy or got_data
 
-    def _append(self, tp: TopicPartition, offset: int, data: bytes) -> bool:
-        buf = self.buffers.get(tp)
-        if buf is None:
-            buf = self.buffers[tp] = PartitionBuffer()
-        topic, partition = tp
-        added = 0
-        next_offset = offset
+    def _append(self, tp: TopicPartition, offset: int, data: Any) -> bool:
+        """Buffer a fetched record set; True when it holds records at or after ``offset``.  The fetch
+        position moves past its last whole batch (control batches included)."""
+        last = None
+        has_data = False
         try:
-            for r in decode_record_set(data):
-                if r.offset < offset:
-                    continue
-                buf.records.append(Record(topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                          r.key, r.value, r.headers))
-                next_offset = r.offset + 1
-                added += 1
+            for _, header in iter_batch_headers(data):
+                last = header
+                if not header.is_control and header.last_offset >= offset:
+                    has_data = True
         except CorruptRecordError as exc:
             self._error = KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {exc}")
             self.data_ready.set()
             return False
-        if added:
-            buf.bytes += len(data)
-            self.fetch_positions[tp] = next_offset
-        else:
-            self._skip_empty(tp, offset, data)
-        return added > 0
-
-    def _skip_empty(self, tp: TopicPartition, offset: int, data: bytes) -> None:
-        """Batches that hold no data records at/after ``offset`` (control batches): step past them."""
-        from protocol.records import iter_batch_headers
-
-        last = None
-        for _, header in iter_batch_headers(data):
-            last = header
-        if last is not None and last.next_offset > offset:
-            self.fetch_positions[tp] = last.next_offset
+        if last is None or last.next_offset <= offset:
+            return False
+        self.fetch_positions[tp] = last.next_offset
+        if not has_data:
+            return False  # control batches only: stepped past
+        buf = self.buffers.get(tp)
+        if buf is None:
+            buf = self.buffers[tp] = PartitionBuffer()
+        buf.chunks.append((data, offset))
+        buf.bytes += len(data)
+        return True
 
     def _partition_error(self, tp: TopicPartition, code: int) -> bool:
         """Handle a partition-level Fetch error; False when the next Fetch should back off."""
@@ -227,25 +230,69 @@ class Fetcher:
         self.data_ready.set()
         return True
 
-    def drain(self, tps: set[TopicPartition] | None, max_records: int | None) -> dict[TopicPartition, list[Record]]:
-        out: dict[TopicPartition, list[Record]] = {}
-        budget = max_records if max_records is not None else 1 << 62
-        for tp, buf in list(self.buffers.items()):
-            if budget <= 0:
-                break
-            if (tps is not None and tp not in tps) or tp in self.paused or not buf.records:
-                continue
-            n = min(budget, len(buf.records))
-            if n == len(buf.records):
-                recs = list(buf.records)
-                buf.records.clear()
-                buf.bytes = 0
-            else:
-                recs = [buf.records.popleft() for _ in range(n)]
-                buf.bytes = max(0, buf.bytes - buf.bytes * n // (n + len(buf.records)))
-            out[tp] = recs
-            budget -= n
-        if not any(b.records for b in self.buffers.values()):
+    def _ready(self, tps: set[TopicPartition] | None) -> list[tuple[TopicPartition, PartitionBuffer]]:
+        return [(tp, buf) for tp, buf in self.buffers.items()
+                if buf and (tps is None or tp in tps) and tp not in self.paused]
+
+    def _drained(self) -> None:
+        if not any(self.buffers.values()):
             self.data_ready.clear()
         self.wake()
+
+    def drain(self, tps: set[TopicPartition] | None, max_records: int | None) -> dict[TopicPartition, list[Record]]:
+        """Decode and take buffered records (at most ``max_records`` in all)."""
+        out: dict[TopicPartition, list[Record]] = {}
+        budget = max_records if max_records is not None else 1 << 62
+        for tp, buf in self._ready(tps):
+            if budget <= 0:
+                break
+            recs = buf.records
+            buf.records = []
+            while buf.chunks and len(recs) < budget:
+                data, offset = buf.chunks.popleft()
+                try:
+                    recs += decode_rows(data, Record, tp.topic, tp.partition, min_offset=offset)
+                except CorruptRecordError as exc:
+                    # refetch from the bad record set: the error stays until the data is readable
+                    self.fetch_positions[tp] = offset
+                    buf.chunks.clear()
+                    buf.records = []
+                    buf.bytes = 0
+                    self._drained()
+                    raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {exc}") from None
+            if len(recs) > budget:
+                rest = len(recs) - budget
+                held = sum(len(d) for d, _ in buf.chunks)
+                buf.bytes = held + (buf.bytes - held) * rest // len(recs)
+                buf.records = recs[budget:]
+                recs = recs[:budget]
+            else:
+                buf.bytes = sum(len(d) for d, _ in buf.chunks)
+            if recs:
+                out[tp] = recs
+                budget -= len(recs)
+        self._drained()
         return out
+
+    def drain_record_sets(self, tps: set[TopicPartition] | None) -> dict[TopicPartition, list[tuple[Any, int]]]:
+        """Take the buffered record sets undecoded, each with the offset it was fetched from (the
+        caller decodes records at or after it).  Records already decoded by a limited ``drain`` come
+        first, re-encoded as one uncompressed batch."""
+        out: dict[TopicPartition, list[tuple[Any, int]]] = {}
+        for tp, buf in self._ready(tps):
+            sets: list[tuple[Any, int]] = []
+            if buf.records:
+                sets.append((_rebatch(buf.records), buf.records[0].offset))
+                buf.records = []
+            sets.extend(buf.chunks)
+            buf.chunks.clear()
+            buf.bytes = 0
+            out[tp] = sets
+        self._drained()
+        return out
+
+
+def _rebatch(records: list[Record]) -> bytes:
+    """Records decoded already, as batches again (one per record: offsets and timestamps kept)."""
+    return b"".join(encode_batch([(r.key, r.value, r.headers, r.timestamp)], base_offset=r.offset,
+                                 timestamp_type=r.timestamp_type) for r in records)

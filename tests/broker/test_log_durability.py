@@ -134,9 +134,10 @@ def test_failed_fsync_advances_nothing_and_takes_the_directory_offline(tmp_path,
 def test_a_flush_ticket_writes_checkpoint_and_snapshot_in_its_thread_after_the_fsync(tmp_path, monkeypatch):
     """The round's files are written by ``run`` (the flush thread), only after every fsync succeeded;
     ``complete_flush`` on the event loop does no file I/O."""
+    import threading
+
     import broker.log._fs as fs
     import broker.log.partition_log as pl
-    import threading
 
     log = open_log(tmp_path, FakeClock(), flush_ms="1000")
     log.append(make_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))

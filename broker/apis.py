@@ -11,13 +11,21 @@ coordinator service.  Encoding, ordering and transmission belong to
 from __future__ import annotations
 
 import logging
+import os
 import re
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.kv import KVError
-from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
+from broker.describe_configs import ConfigView, describe_resource
+from broker.internal_topics import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    internal_topic_spec,
+    is_internal_topic,
+)
 from broker.log.errors import InvalidTopicError
 from broker.log.manager import validate_topic_name
 from broker.server import is_awaitable
@@ -29,6 +37,7 @@ from protocol.api import (
     decode_request_body,
     decode_request_header,
     encode_response_frame,
+    peek_header,
     response_parts,
 )
 from protocol.error_codes import ErrorCode
@@ -38,6 +47,8 @@ from protocol.primitives import Obj
 if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
     from broker.config import BrokerConfig
+    from broker.config_admin import ConfigAdmin
+    from broker.dynamic_config import DynamicBrokerConfig
     from broker.faults import FaultInjector
     from broker.group_service import GroupService
     from broker.log.manager import LogManager
@@ -45,6 +56,7 @@ if TYPE_CHECKING:
     from broker.producer_ids import ProducerIdManager
     from broker.replica_manager import ReplicaManager
     from broker.server import KafkaConnection
+    from broker.txn_service import TransactionService
 
 log = logging.getLogger("kbroker.apis")
 
@@ -97,24 +109,30 @@ Handler = Callable[[RequestContext, Obj], "Obj | Awaitable[Obj] | None"]
 class KafkaApis:
     """Decodes requests, dispatches them, and translates between wire shapes and the broker's parts.
 
-    It is given exactly the collaborators it uses: the replica manager (produce, fetch, offsets),
-    the group service, topic administration, the metadata image (Metadata, FindCoordinator,
-    DescribeCluster), producer ids, and the log manager (config validation and description).
+    It is given exactly the collaborators it uses: the replica manager (produce, fetch, offsets,
+    markers), the group and transaction services, topic administration, the metadata image
+    (Metadata, FindCoordinator, DescribeCluster), producer ids, the log manager (config validation
+    and description, log directories), the dynamic broker configuration and the config admin (the
+    config APIs).
     """
 
     def __init__(self, *, config: BrokerConfig, metrics: BrokerMetrics, faults: FaultInjector,
-                 replica: ReplicaManager, groups: GroupService, topics: TopicAdmin, metadata: MetadataService,
-                 producer_ids: ProducerIdManager, logs: LogManager, listener: str = "PLAINTEXT") -> None:
+                 replica: ReplicaManager, groups: GroupService, txns: TransactionService, topics: TopicAdmin,
+                 metadata: MetadataService, producer_ids: ProducerIdManager, logs: LogManager,
+                 dynamic: DynamicBrokerConfig, configs: ConfigAdmin, listener: str = "PLAINTEXT") -> None:
         self.config = config
         self.metrics = metrics
         self.faults = faults
         self.replica = replica
         self.groups = groups
+        self.txns = txns
         self.topics = topics
         self.metadata = metadata
         self.image = metadata.image
         self.producer_ids = producer_ids
         self.logs = logs
+        self.dynamic = dynamic
+        self.configs = configs
         self.listener = listener
         self.handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.api_versions,
@@ -128,6 +146,9 @@ class KafkaApis:
             ApiKey.DELETE_TOPICS: self.delete_topics,
             ApiKey.CREATE_PARTITIONS: self.create_partitions,
             ApiKey.DESCRIBE_CONFIGS: self.describe_configs,
+            ApiKey.ALTER_CONFIGS: self.alter_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
+            ApiKey.DESCRIBE_LOG_DIRS: self.describe_log_dirs,
             ApiKey.DESCRIBE_CLUSTER: self.describe_cluster,
             ApiKey.ELECT_LEADERS: self.elect_leaders,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
@@ -144,6 +165,14 @@ class KafkaApis:
             ApiKey.LIST_GROUPS: groups.handle,
             ApiKey.DELETE_GROUPS: groups.handle,
             ApiKey.OFFSET_DELETE: groups.handle,
+            ApiKey.TXN_OFFSET_COMMIT: groups.handle,
+            ApiKey.ADD_PARTITIONS_TO_TXN: txns.handle,
+            ApiKey.ADD_OFFSETS_TO_TXN: txns.handle,
+            ApiKey.END_TXN: txns.handle,
+            ApiKey.DESCRIBE_TRANSACTIONS: txns.handle,
+            ApiKey.LIST_TRANSACTIONS: txns.handle,
+            ApiKey.WRITE_TXN_MARKERS: self.write_txn_markers,
+            ApiKey.DESCRIBE_PRODUCERS: replica.handle_describe_producers,
         }
         self._api_versions_entries = [
             {"api_key": int(key), "min_version": ADVERTISED_MIN.get(key, api.min_version),
@@ -156,15 +185,18 @@ class KafkaApis:
 
     def handle(self, conn: KafkaConnection, frame: bytes) -> Any:
         """Decode one request frame and run its handler; returns response parts or an awaitable."""
-        header = decode_request_header(frame)
-        ctx = RequestContext(conn, header)
-        key, version = header.api_key, header.api_version
+        key, version, correlation_id = peek_header(frame)
         api = APIS.get(key)
         if key == _API_VERSIONS and (api is None or version > api.max_version):
-            # KIP-511: answer an ApiVersions we cannot parse with a v0 body naming our range.
+            # KIP-511: answer an ApiVersions we cannot parse with a v0 body naming our range.  Nothing
+            # after the correlation id is read: a client may encode a newer version's header either
+            # way (with or without tagged fields), and the answer needs neither it nor the body.
+            ctx = RequestContext(conn, RequestHeaderData(key, version, correlation_id, None, len(frame)))
             body = Obj(error_code=E.UNSUPPORTED_VERSION, api_keys=[
                 e for e in self._api_versions_entries if e["api_key"] == ApiKey.API_VERSIONS])
             return self._respond(ctx, body, version_override=0)
+        header = decode_request_header(frame)
+        ctx = RequestContext(conn, header)
         handler = self.handlers.get(key)
         if api is None or handler is None:
             self.metrics.request_error(f"Unknown{key}", E.UNSUPPORTED_VERSION)
@@ -330,17 +362,23 @@ class KafkaApis:
         def fail(code: int, message: str) -> dict[str, Any]:
             return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
-        if key_type != 0:
-            return fail(E.COORDINATOR_NOT_AVAILABLE, "transactions are not supported")
-        code = await self.topics.ensure_offsets_topic(self.config.offsets_topic_num_partitions,
-                                                      self.config.offsets_replication_factor, COORDINATOR_WAIT_S)
+        if key_type == 0:
+            topic, partition = OFFSETS_TOPIC, self.groups.partition_for
+        elif key_type == 1:
+            topic, partition = TRANSACTION_STATE_TOPIC, self.txns.partition_for
+            if not key:
+                return fail(E.INVALID_REQUEST, "empty transactional id")
+        else:
+            return fail(E.INVALID_REQUEST, f"unsupported coordinator key type {key_type}")
+        spec = internal_topic_spec(topic, self.config)
+        code = await self.topics.ensure_internal_topic(spec, COORDINATOR_WAIT_S)
         if code != E.NONE:
-            return fail(code, f"{OFFSETS_TOPIC} needs {self.config.offsets_replication_factor} live brokers")
-        partition = self.groups.partition_for(key)
-        part = self.image.partition(OFFSETS_TOPIC, partition)
+            return fail(code, f"{topic} needs {spec.replication_factor} live brokers")
+        index = partition(key)
+        part = self.image.partition(topic, index)
         ep = self._endpoint(part.leader) if part is not None and part.leader >= 0 else None
         if part is None or ep is None:
-            return fail(E.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC}-{partition} has no leader")
+            return fail(E.COORDINATOR_NOT_AVAILABLE, f"{topic}-{index} has no leader")
         return {"key": key, "node_id": part.leader, "host": ep[0], "port": ep[1], "error_code": 0,
                 "error_message": None}
 
@@ -392,8 +430,7 @@ class KafkaApis:
 
     def init_producer_id(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
         if req.transactional_id is not None:
-            return Obj(throttle_time_ms=0, error_code=E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                       producer_id=-1, producer_epoch=-1)
+            return self.txns.handle(ctx, req)
         # As Kafka's TransactionCoordinator: a non-transactional producer always gets a fresh producer id
         # at epoch 0, whatever id/epoch it names (bumping a named id would let any client fence another's).
         pid = self.producer_ids.try_next()
@@ -407,6 +444,37 @@ class KafkaApis:
         except KVError:
             return Obj(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE, producer_id=-1, producer_epoch=-1)
         return Obj(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+
+    def write_txn_markers(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._write_txn_markers(req)
+
+    async def _write_txn_markers(self, req: Obj) -> Obj:
+        """WriteTxnMarkers (from a transaction coordinator): a COMMIT/ABORT marker in each named partition
+        this broker leads, answered once replicated; on an offsets partition the marker goes through
+        that partition's group coordinator shard, which applies or drops the transaction's offsets."""
+        timeout = self.config.transaction_marker_request_timeout_ms
+        writes: list[tuple[dict[str, Any], Awaitable[Any]]] = []
+        markers = []
+        for m in req.markers:
+            topics = []
+            for t in m.topics:
+                parts = []
+                for index in t.partition_indexes:
+                    entry: dict[str, Any] = {"partition_index": index, "error_code": 0}
+                    parts.append(entry)
+                    if t.name == OFFSETS_TOPIC:
+                        pending: Awaitable[Any] = self.groups.complete_transaction(
+                            index, m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch)
+                    else:
+                        pending = self.replica.write_marker(t.name, index, m.producer_id, m.producer_epoch,
+                                                            m.transaction_result, m.coordinator_epoch, timeout)
+                    writes.append((entry, pending))
+                topics.append({"name": t.name, "partitions": parts})
+            markers.append({"producer_id": m.producer_id, "topics": topics})
+        for entry, pending in writes:
+            result = await pending
+            entry["error_code"] = result[0] if isinstance(result, tuple) else result
+        return Obj(markers=markers)
 
     # -- topic admin --------------------------------------------------------------------------
 
@@ -509,12 +577,43 @@ class KafkaApis:
         return Obj(throttle_time_ms=0, results=results)
 
     def describe_configs(self, ctx: RequestContext, req: Obj) -> Obj:
-        from broker.describe_configs import ConfigView, describe_resource
-
-        view = ConfigView(self.config, self.logs, self.image, self.listener)
+        view = ConfigView(self.config, self.dynamic, self.logs, self.image, self.listener)
         results = [describe_resource(view, r, req.include_synonyms, req.include_documentation)
                    for r in req.resources]
         return Obj(throttle_time_ms=0, results=results)
+
+    def alter_configs(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._alter_configs(req, incremental=False)
+
+    def incremental_alter_configs(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._alter_configs(req, incremental=True)
+
+    async def _alter_configs(self, req: Obj, *, incremental: bool) -> Obj:
+        responses = await self.configs.alter(list(req.resources), req.validate_only, incremental=incremental)
+        return Obj(throttle_time_ms=0, responses=responses)
+
+    def describe_log_dirs(self, ctx: RequestContext, req: Obj) -> Obj:
+        """DescribeLogDirs: the one data directory, its partitions' sizes, and (v4) its disk space."""
+        logs = self.logs
+        wanted = None if req.topics is None else {(t.topic, p) for t in req.topics for p in t.partitions}
+        topics: dict[str, list[dict[str, Any]]] = {}
+        if not logs.offline:
+            for (topic, partition), plog in sorted(logs.hosted().items()):
+                if wanted is not None and (topic, partition) not in wanted:
+                    continue
+                topics.setdefault(topic, []).append({
+                    "partition_index": partition, "partition_size": plog.size_bytes,
+                    "offset_lag": max(0, plog.high_watermark - plog.log_end_offset), "is_future_key": False})
+        try:
+            usage = shutil.disk_usage(logs.data_dir)
+            total, usable = usage.total, usage.free
+        except OSError:
+            total = usable = -1
+        result = {"error_code": E.KAFKA_STORAGE_ERROR if logs.offline else 0,
+                  "log_dir": os.path.abspath(logs.data_dir),
+                  "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
+                  "total_bytes": total, "usable_bytes": usable}
+        return Obj(throttle_time_ms=0, error_code=0, results=[result])
 
 
 def error_response(api_key: int, version: int, request: Obj, code: int) -> Obj:

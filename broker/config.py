@@ -93,6 +93,29 @@ class BrokerConfig:
     # a process crash never loses an acknowledged record; these add fsyncs on top.
     log_flush_interval_messages: int = 2**63 - 1
     log_flush_interval_ms: int | None = 1000
+    # the other broker-level defaults of topic configs (Kafka's names; see broker.log.config)
+    log_cleanup_policy: str = "delete"
+    log_roll_jitter_ms: int = 0
+    log_index_interval_bytes: int = 4096
+    log_index_size_max_bytes: int = 10 * 1024 * 1024
+    log_segment_delete_delay_ms: int = 60_000
+    log_message_timestamp_before_max_ms: int = 2**63 - 1
+    log_message_timestamp_after_max_ms: int = 2**63 - 1
+    log_preallocate: bool = False
+    compression_type: str = "producer"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+
+    # log compaction (cleanup.policy=compact): the defaults of the topic configs, and the cleaner
+    log_cleaner_delete_retention_ms: int = 86_400_000
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = 2**63 - 1
+    log_cleaner_min_cleanable_ratio: float = 0.5
+    # memory for the key -> offset map of one cleaning pass; a pass cleans up to where it is full
+    log_cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+    # how often logs are checked for something to clean
+    log_cleaner_backoff_ms: int = 15_000
 
     # group coordinator
     group_initial_rebalance_delay_ms: int = 3000
@@ -103,6 +126,21 @@ class BrokerConfig:
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+
+    # transaction coordinator
+    transaction_state_log_num_partitions: int = 50
+    #: None: 3 in a cluster (as Kafka), 1 for a single broker
+    transaction_state_log_replication_factor: int | None = None
+    #: min.insync.replicas of __transaction_state (at most its replication factor)
+    transaction_state_log_min_isr: int = 2
+    transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
+    #: a transaction past its timeout that was busy (a state change being written) is looked at again after this
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    #: markers and coordinator checks between brokers: request timeout and retry backoff
+    transaction_marker_request_timeout_ms: int = 30_000
+    transaction_marker_retry_backoff_ms: int = 100
 
     # operation
     log_level: str = "INFO"
@@ -126,6 +164,12 @@ class BrokerConfig:
     def offsets_replication_factor(self) -> int:
         if self.offsets_topic_replication_factor is not None:
             return self.offsets_topic_replication_factor
+        return 3 if self.cluster else 1
+
+    @property
+    def transaction_state_replication_factor(self) -> int:
+        if self.transaction_state_log_replication_factor is not None:
+            return self.transaction_state_log_replication_factor
         return 3 if self.cluster else 1
 
 
@@ -157,6 +201,16 @@ def _coerce(name: str, raw: Any, key: str, source: str) -> Any:
         if text in _TRUE or text in _FALSE:
             return text in _TRUE
         raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not a boolean (true/false)")
+    if ftype.startswith("float"):
+        if isinstance(raw, bool):
+            raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not a number")
+        try:
+            value = float(raw.strip()) if isinstance(raw, str) else float(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not a number") from None
+        if value != value:
+            raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not a number")
+        return value
     if ftype.startswith("int"):
         if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
             raise ConfigError(f"setting {key!r} ({source}): {raw!r} is not an integer")
@@ -191,6 +245,66 @@ def _unknown(key: str, name: str, source: str) -> ConfigError:
 def known_settings() -> list[str]:
     """Every setting name, in Kafka's dotted spelling (``log.retention.ms``)."""
     return sorted(name.replace("_", ".") for name in _FIELDS)
+
+
+def setting_name(key: str) -> str | None:
+    """The field behind a setting written any way (``log.retention.ms``, ``log_retention_ms``); None if none."""
+    name = _normalise(key)
+    return name if name in _FIELDS else None
+
+
+def parse_setting(key: str, raw: Any, source: str = "setting") -> Any:
+    """The typed value of one setting (ConfigError for an unknown key or a value that does not parse)."""
+    name = _normalise(key)
+    if name not in _FIELDS:
+        raise _unknown(key, name, source)
+    return _coerce(name, raw, key, source)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Dynamic settings (Kafka's DynamicBrokerConfig): what IncrementalAlterConfigs / AlterConfigs may change
+# on a running broker, per broker or as the cluster-wide default.  See broker.dynamic_config.
+
+def _topic_default_synonyms() -> frozenset[str]:
+    from broker.log.config import TOPIC_CONFIGS
+
+    names = {name for d in TOPIC_CONFIGS.values() for name, _ in d.synonyms}
+    return frozenset(names - {"log.flush.scheduler.interval.ms", "log.local.retention.ms", "log.local.retention.bytes"})
+
+
+#: Dynamic settings this broker applies as they change: every broker-level default of a topic config
+#: (``log.retention.ms``, ``message.max.bytes``, ``log.cleanup.policy``, ``compression.type``, ...,
+#: including Kafka's hour/minute spellings), the log cleaner's memory and check interval, and the
+#: connection limit.
+DYNAMIC_SETTINGS: frozenset[str] = _topic_default_synonyms() | {
+    "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms", "max.connections",
+}
+
+#: Kafka's other dynamic broker configs, accepted, stored and reported like the rest, with nothing
+#: to tune here: thread pools (this broker has one event loop and one cleaner thread), Kafka's flush
+#: scheduler (flushes are checked every log.flush.interval.ms), tiered storage's local retention, and
+#: the Kerberos / token-login refresh settings (no such login here).  Name -> value type.
+DYNAMIC_WITHOUT_EFFECT: dict[str, str] = {
+    "num.io.threads": "int", "num.network.threads": "int", "num.replica.fetchers": "int",
+    "num.recovery.threads.per.data.dir": "int", "background.threads": "int", "log.cleaner.threads": "int",
+    "log.cleaner.io.buffer.size": "int", "log.cleaner.io.buffer.load.factor": "double",
+    "log.cleaner.io.max.bytes.per.second": "double",
+    "log.flush.scheduler.interval.ms": "long", "log.local.retention.ms": "long",
+    "log.local.retention.bytes": "long",
+    "sasl.kerberos.kinit.cmd": "string", "sasl.kerberos.service.name": "string",
+    "sasl.kerberos.min.time.before.relogin": "long", "sasl.kerberos.ticket.renew.jitter": "double",
+    "sasl.kerberos.ticket.renew.window.factor": "double", "sasl.login.refresh.buffer.seconds": "short",
+    "sasl.login.refresh.min.period.seconds": "short", "sasl.login.refresh.window.factor": "double",
+    "sasl.login.refresh.window.jitter": "double",
+}
+
+#: Dynamic configs Kafka takes per broker only, never as the cluster-wide default (its listener and
+#: security configs).
+PER_BROKER_ONLY: frozenset[str] = frozenset(n for n in DYNAMIC_WITHOUT_EFFECT if n.startswith("sasl."))
+
+
+def is_dynamic(name: str) -> bool:
+    return name in DYNAMIC_SETTINGS or name in DYNAMIC_WITHOUT_EFFECT
 
 
 def _apply(pairs: list[tuple[str, str, Any]], base: BrokerConfig | None, source: str) -> BrokerConfig:
@@ -309,13 +423,17 @@ def _load(args: argparse.Namespace, env: Mapping[str, str]) -> BrokerConfig:
 
 def validate(config: BrokerConfig) -> None:
     """Cross-checks of values (the broker-level ``log.*`` defaults are topic configs too)."""
-    from broker.core import broker_log_defaults
-    from broker.log.config import validate_topic_configs
+    from broker.dynamic_config import broker_log_defaults
+    from broker.log.config import LogConfig
     from broker.log.errors import InvalidConfigError
 
     try:
-        validate_topic_configs(broker_log_defaults(config))
+        LogConfig.from_dict(None, broker_log_defaults(config))
     except InvalidConfigError as exc:
         raise ConfigError(f"invalid log setting: {exc.detail}") from None
     if config.offsets_topic_num_partitions < 1:
         raise ConfigError("offsets.topic.num.partitions must be at least 1")
+    if config.transaction_state_log_num_partitions < 1:
+        raise ConfigError("transaction.state.log.num.partitions must be at least 1")
+    if config.transaction_max_timeout_ms < 1:
+        raise ConfigError("transaction.max.timeout.ms must be at least 1")

@@ -23,7 +23,7 @@ import logging
 import os
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller import ControllerSettings
 from broker.cluster.fetcher import FetcherSettings, ReplicaFetcherManager
@@ -40,7 +40,9 @@ from broker.cluster.records import (
     topic_key,
 )
 from broker.config import BrokerConfig
+from broker.dynamic_config import DynamicBrokerConfig, broker_log_defaults
 from broker.faults import FaultInjector
+from broker.log.cleaner import CleanerSettings
 from broker.log.dir_failure import LogDirFailure
 from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
@@ -48,28 +50,19 @@ from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.metrics import BrokerMetrics, BrokerState
 from protocol.timer_service import WheelTimer
 
+if TYPE_CHECKING:
+    from broker.cluster.image import MetadataImage
+    from broker.txn_service import TransactionService
+
 log = logging.getLogger("kbroker")
 
-__all__ = ["EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults"]
+__all__ = ["EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults", "cleaner_settings"]
 
 EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
 
 
-def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
-    """Broker-level ``log.*`` settings, as the topic-config defaults they are."""
-    defaults = {
-        "retention.ms": str(config.log_retention_ms),
-        "retention.bytes": str(config.log_retention_bytes),
-        "segment.bytes": str(config.log_segment_bytes),
-        "segment.ms": str(config.log_roll_ms),
-        "max.message.bytes": str(config.message_max_bytes),
-        "message.timestamp.type": config.log_message_timestamp_type,
-        "flush.messages": str(config.log_flush_interval_messages),
-        "min.insync.replicas": str(config.min_insync_replicas),
-    }
-    if config.log_flush_interval_ms is not None:
-        defaults["flush.ms"] = str(config.log_flush_interval_ms)
-    return defaults
+def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
+    return CleanerSettings(dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
 
 
 class BrokerCore:
@@ -78,6 +71,8 @@ class BrokerCore:
 
     def __init__(self, config: BrokerConfig, *, kv: MetadataKV | None = None) -> None:
         self.config = config
+        #: the dynamic broker configs over the static ones; applies them to ``config`` in place
+        self.dynamic = DynamicBrokerConfig(config, config)
         self._kv_override = kv
         self.metrics = BrokerMetrics()
         self.faults = FaultInjector()
@@ -93,6 +88,7 @@ class BrokerCore:
     # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
         from broker.apis import KafkaApis
+        from broker.config_admin import ConfigAdmin
         from broker.group_service import GroupService
         from broker.producer_ids import ProducerIdManager
         from broker.replica_manager import ReplicaManager
@@ -103,7 +99,8 @@ class BrokerCore:
         data = config.data_path
         data.mkdir(parents=True, exist_ok=True)
         self.timer = WheelTimer(asyncio.get_running_loop())
-        self.logs = LogManager(data, default_configs=broker_log_defaults(config))
+        self.logs = LogManager(data, default_configs=broker_log_defaults(config),
+                               cleaner_settings=cleaner_settings(config))
         self.logs.dir_failure.add_listener(self._on_log_dir_failure)
         try:
             meta = self._check_meta()
@@ -149,15 +146,21 @@ class BrokerCore:
 
             self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
                                               timer=self.timer, partition_count=partition_count)
+            self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
+            self.producer_ids = ProducerIdManager(self.metadata)
+            self.txn_service = self._transaction_service(image)
             self.metadata.subscribe(self.replica_manager.on_metadata)
             self.metadata.subscribe(self._on_metadata)
             await self.metadata.start()
             self._remember_cluster_id(meta)
             self.topics = TopicAdmin(self.metadata, self.logs, node_id=config.node_id)
-            self.producer_ids = ProducerIdManager(self.metadata)
             self.apis = KafkaApis(config=config, metrics=self.metrics, faults=self.faults,
-                                  replica=self.replica_manager, groups=self.group_service, topics=self.topics,
-                                  metadata=self.metadata, producer_ids=self.producer_ids, logs=self.logs)
+                                  replica=self.replica_manager, groups=self.group_service, txns=self.txn_service,
+                                  topics=self.topics, metadata=self.metadata, producer_ids=self.producer_ids,
+                                  logs=self.logs, dynamic=self.dynamic,
+                                  configs=ConfigAdmin(topics=self.topics, metadata=self.metadata,
+                                                      dynamic=self.dynamic, logs=self.logs,
+                                                      node_id=config.node_id))
             self.server.apis = self.apis
             self.replica_manager.start()
             await self._prepare_coordinators()
@@ -176,17 +179,49 @@ class BrokerCore:
                  config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id,
                  self.kv.description)
 
-    async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:
-        """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
-        coordinator shards finish loading (as a restarted single broker had its groups loaded at once)."""
-        from broker.internal_topics import OFFSETS_TOPIC
+    def _transaction_service(self, image: MetadataImage) -> TransactionService:
+        """The transaction coordinator's service and what it talks to other brokers with: markers to
+        partition leaders, and the leaders' checks with coordinators (the replica manager's verifier)."""
+        from broker.cluster.channel import BrokerChannel
+        from broker.txn.markers import TxnMarkerSender
+        from broker.txn.verifier import TxnVerifier
+        from broker.txn_service import TransactionService
 
         config = self.config
+        bound = self.bound
+        timeout = config.transaction_marker_request_timeout_ms
+
+        def channel(purpose: str) -> BrokerChannel:
+            return BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
+                                 client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout)
+
+        def leader_of(topic: str, partition: int) -> int | None:
+            part = image.partition(topic, partition)
+            return None if part is None or not image.is_alive(part.leader) else part.leader
+
+        self._channels = [channel("txn-markers"), channel("txn-verify")]
+        markers = TxnMarkerSender(self._channels[0], leader_of=leader_of,
+                                  topic_exists=lambda topic: image.topic(topic) is not None,
+                                  retry_backoff_ms=config.transaction_marker_retry_backoff_ms, request_timeout_ms=timeout)
+        service = TransactionService(config=config, replica=self.replica_manager, metrics=self.metrics,
+                                     timer=self.timer, image=image, producer_ids=self.producer_ids, markers=markers,
+                                     offsets_partition=self.group_service.partition_for)
+        verifier = TxnVerifier(self._channels[1], coordinator_of=service.coordinator_node, timeout_ms=timeout)
+        self.replica_manager.txn_verifier = verifier
+        self.group_service.txn_verifier = verifier
+        return service
+
+    async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:
+        """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
+        coordinator shards finish loading (as a restarted single broker had its groups and transactions
+        loaded at once)."""
+        from broker.internal_topics import OFFSETS_TOPIC, internal_topic_spec
+
         if self.metadata.image.topic(OFFSETS_TOPIC) is None:
-            await self.topics.ensure_offsets_topic(config.offsets_topic_num_partitions,
-                                                   config.offsets_replication_factor, timeout_s)
+            await self.topics.ensure_internal_topic(internal_topic_spec(OFFSETS_TOPIC, self.config), timeout_s)
         deadline = time.monotonic() + timeout_s
-        while any(s.loading for s in self.group_service.shards.values()) and time.monotonic() < deadline:
+        while ((self.group_service.runtime.loading or self.txn_service.runtime.loading)
+               and time.monotonic() < deadline):
             await asyncio.sleep(0.01)
 
     def _store(self) -> MetadataKV:
@@ -200,6 +235,11 @@ class BrokerCore:
         return EtcdKV(parse_etcd_url(config.cluster), f"/kbroker/{config.cluster_id}/")
 
     async def _abort_start(self) -> None:
+        for service in ("group_service", "txn_service"):
+            if getattr(self, service, None) is not None:
+                getattr(self, service).close()
+        for channel in getattr(self, "_channels", []):
+            channel.close()
         for part in ("server", "metadata"):
             obj = getattr(self, part, None)
             if obj is None:
@@ -298,6 +338,16 @@ class BrokerCore:
         metadata = getattr(self, "metadata", None)
         return metadata.cluster_id if metadata is not None else ""
 
+    def _on_dynamic_configs(self, delta: Any, image: Any) -> None:
+        """Dynamic broker configs changed in the image: update the live settings and what derives
+        from them (the logs' topic defaults, the cleaner's settings)."""
+        node = self.config.node_id
+        if not (delta.full or None in delta.broker_configs_changed or node in delta.broker_configs_changed):
+            return
+        if self.dynamic.update(image.broker_config(None), image.broker_config(node)):
+            self.logs.set_default_configs(broker_log_defaults(self.config))
+            self.logs.cleaner.settings = cleaner_settings(self.config)
+
     def _on_metadata(self, delta: Any, image: Any) -> None:
         if delta.topics_deleted or delta.full:
             self.metrics.topics_changed()
@@ -305,14 +355,19 @@ class BrokerCore:
     def _metrics_state(self) -> BrokerState | None:
         if not self.started:
             return None
-        parts = [(plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
-                  plog.high_watermark) for plog in self.logs.logs()]
-        end_offsets = {(t, p): hw for t, p, _, _, _, hw in parts}
+        rm = self.replica_manager
+        parts = []
+        for plog in self.logs.logs():
+            p = rm.partitions.get((plog.topic, plog.partition))
+            lso = plog.last_stable_offset if p is not None and p.is_leader else -1
+            parts.append((plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
+                          plog.high_watermark, lso))
+        end_offsets = {(t, p): hw for t, p, _, _, _, hw, _ in parts}
         from broker.metrics import MAX_LABELLED_GROUPS
 
         groups = list(self.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
+        transactions = list(self.txn_service.collect_metrics())
         image = self.metadata.image
-        rm = self.replica_manager
         offline = sum(1 for p in image.partitions() if p.leader < 0 or not image.is_alive(p.leader))
         cluster = {
             "kbroker_under_replicated_partitions": ("Partitions this broker leads whose ISR is smaller than "
@@ -325,7 +380,7 @@ class BrokerCore:
             "kbroker_metadata_store_connected": ("1 while the metadata store answers",
                                                  int(self.metadata.store_connected)),
         }
-        return BrokerState(parts, groups, cluster, self.fetchers.lag())
+        return BrokerState(parts, groups, transactions, cluster, self.fetchers.lag())
 
     async def stop(self) -> None:
         """Stop (once; a second call waits for the first).  An offline data directory is closed
@@ -355,6 +410,9 @@ class BrokerCore:
             for task in self._tasks:
                 task.cancel()
             self.group_service.close()
+            self.txn_service.close()
+            for channel in self._channels:
+                channel.close()
             await self.replica_manager.stop()
             self.timer.close()
             try:
@@ -381,18 +439,23 @@ class BrokerCore:
     async def _maintenance_loop(self) -> None:
         """Flush rounds, compaction swaps and (every retention check interval) log maintenance,
         until the data directory goes offline."""
-        interval = max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000))
         loop = asyncio.get_running_loop()
         retention_every = self.config.log_retention_check_interval_ms / 1000
         next_retention = time.monotonic() + retention_every
+        next_cleaning = time.monotonic()
         while not self.logs.offline:
-            await asyncio.sleep(interval)
+            # the flush interval may change (a dynamic config): read it each round
+            await asyncio.sleep(max(0.05, min(1.0, (self.config.log_flush_interval_ms or 1000) / 1000)))
             try:
                 await self._flush_due_logs(loop)
                 self.logs.apply_cleaned()
-                if time.monotonic() >= next_retention:
-                    next_retention = time.monotonic() + retention_every
+                now = time.monotonic()
+                if now >= next_retention:
+                    next_retention = now + retention_every
                     self.logs.maintenance(flush=False)  # flushing is _flush_due_logs' job, off the loop
+                if now >= next_cleaning:
+                    next_cleaning = now + self.config.log_cleaner_backoff_ms / 1000
+                    self.logs.request_cleaning()
             except KafkaStorageError:
                 if self.logs.offline:
                     return  # _on_log_dir_failure has said so and is stopping the broker
@@ -428,3 +491,4 @@ class BrokerCore:
                 failed = failed or exc
         if failed is not None:
             raise failed
+        logs.request_cleaning(plog for plog, _ in tickets)  # newly durable data may be cleanable

@@ -1,126 +1,172 @@
-"""DescribeConfigs: broker and topic configuration entries as Kafka's admin tools expect them."""
+"""DescribeConfigs: topic, broker and broker-logger configuration entries as Kafka's admin tools expect them.
+
+Each entry carries its value, where that value comes from (``config_source``) and, when asked,
+every *synonym* that could supply it, highest precedence first (Kafka's ``ConfigHelper``):
+
+* a topic config: the topic's own override (DYNAMIC_TOPIC_CONFIG), then each broker setting that
+  gives its default (``retention.ms`` ← ``log.retention.ms``, ``log.retention.minutes``, ...) in
+  every layer that sets it: dynamic for this broker, dynamic cluster default, static, built-in;
+* a broker config (resource name = this broker's id): its own layers the same way; ``read_only``
+  unless it is one of the dynamically updatable settings;
+* the cluster-wide default (resource name ``""``): the dynamic defaults that are set;
+* a broker logger (resource type 8): this broker's loggers and their levels (see
+  :mod:`broker.broker_loggers`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.broker_loggers import describe_loggers
+from broker.config import BrokerConfig, is_dynamic, setting_name
+from broker.dynamic_config import (
+    DEFAULT_CONFIG,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    STATIC_BROKER_CONFIG,
+    DynamicBrokerConfig,
+    kafka_settings,
+    read_only_aliases,
+    unit_synonyms,
+)
+from broker.log.config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS
+from broker.logging_setup import looks_secret
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
-    from broker.config import BrokerConfig
     from broker.log.manager import LogManager
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
-# ConfigSource
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
-# ConfigType
-BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
 
-_TOPIC_TYPES = {
-    "cleanup.policy": LIST, "compression.type": STRING, "message.timestamp.type": STRING,
-    "min.insync.replicas": INT, "max.message.bytes": INT, "index.interval.bytes": INT,
-}
+#: broker setting -> the ConfigType of the topic config it is the default of
+_SYNONYM_TYPES = {name: d.type for d in TOPIC_CONFIGS.values() for name, _ in d.synonyms}
+_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(BrokerConfig)}
 
-_TOPIC_TO_BROKER = {
-    "retention.ms": "log.retention.ms", "retention.bytes": "log.retention.bytes",
-    "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms", "max.message.bytes": "message.max.bytes",
-    "cleanup.policy": "log.cleanup.policy", "message.timestamp.type": "log.message.timestamp.type",
-    "flush.messages": "log.flush.interval.messages", "flush.ms": "log.flush.interval.ms",
-    "compression.type": "compression.type", "min.insync.replicas": "min.insync.replicas",
-}
+Entry = tuple[str | None, int, list[tuple[str, str | None, int]]]  # value, source, synonyms
 
 
 @dataclass(frozen=True)
 class ConfigView:
-    """What DescribeConfigs reads: the broker's settings, the log defaults, and topics from the image."""
+    """What DescribeConfigs reads: the broker's layered settings, the logs' topic defaults, the image."""
 
     config: BrokerConfig
+    dynamic: DynamicBrokerConfig
     logs: LogManager
     image: MetadataImage
     listener: str = "PLAINTEXT"
 
+    @property
+    def advertised(self) -> tuple[str, int]:
+        reg = self.image.brokers.get(self.config.node_id)
+        ep = reg.endpoint(self.listener) if reg is not None else None
+        return (ep.host, ep.port) if ep is not None else (self.config.host, self.config.port)
 
-def _broker_entries(view: ConfigView) -> dict[str, tuple[str | None, int]]:
-    c = view.config
-    reg = view.image.brokers.get(c.node_id)
-    ep = reg.endpoint(view.listener) if reg is not None else None
-    host, port = (ep.host, ep.port) if ep is not None else (c.host, c.port)
-    values: dict[str, Any] = {
-        "broker.id": c.node_id, "node.id": c.node_id,
-        "listeners": f"PLAINTEXT://{c.host}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
-        "log.dirs": str(c.data_path), "log.dir": str(c.data_path),
-        "num.partitions": c.num_partitions, "default.replication.factor": c.default_replication_factor,
-        "auto.create.topics.enable": str(c.auto_create_topics_enable).lower(),
-        "delete.topic.enable": str(c.delete_topic_enable).lower(),
-        "message.max.bytes": c.message_max_bytes, "fetch.max.bytes": c.fetch_max_bytes,
-        "socket.request.max.bytes": c.max_frame_bytes, "max.connections": c.max_connections,
-        "connections.max.idle.ms": c.connections_max_idle_ms,
-        "log.segment.bytes": c.log_segment_bytes, "log.roll.ms": c.log_roll_ms,
-        "log.retention.ms": c.log_retention_ms, "log.retention.bytes": c.log_retention_bytes,
-        "log.retention.check.interval.ms": c.log_retention_check_interval_ms,
-        "log.message.timestamp.type": c.log_message_timestamp_type,
-        "log.flush.interval.messages": c.log_flush_interval_messages,
-        "log.flush.interval.ms": c.log_flush_interval_ms,
-        "log.cleanup.policy": "delete", "compression.type": "producer",
-        "min.insync.replicas": c.min_insync_replicas, "broker.rack": c.broker_rack,
-        "unclean.leader.election.enable": str(c.unclean_leader_election_enable).lower(),
-        "replica.lag.time.max.ms": c.replica_lag_time_max_ms,
-        "group.initial.rebalance.delay.ms": c.group_initial_rebalance_delay_ms,
-        "group.min.session.timeout.ms": c.group_min_session_timeout_ms,
-        "group.max.session.timeout.ms": c.group_max_session_timeout_ms,
-        "group.max.size": c.group_max_size,
-        "offsets.topic.num.partitions": c.offsets_topic_num_partitions,
-        "offsets.topic.replication.factor": c.offsets_replication_factor,
-        "offsets.retention.minutes": c.offsets_retention_minutes,
-        "offset.metadata.max.bytes": c.offset_metadata_max_bytes,
-    }
-    return {k: (None if v is None else str(v), STATIC_BROKER_CONFIG) for k, v in values.items()}
+
+def _broker_synonyms(view: ConfigView, names: list[str], *, per_broker: bool = True) -> list[tuple[str, str | None, int]]:
+    """Kafka's ``configSynonyms``: each layer (highest first), within it each synonym that it sets."""
+    layers: dict[int, list[tuple[str, str | None, int]]] = {}
+    for name in names:
+        for value, source in view.dynamic.layers(name):
+            layers.setdefault(source, []).append((name, value, source))
+    order = (DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG)
+    return [s for source in order if per_broker or source != DYNAMIC_BROKER_CONFIG for s in layers.get(source, [])]
+
+
+def _topic_entries(view: ConfigView, overrides: dict[str, str]) -> dict[str, Entry]:
+    entries: dict[str, Entry] = {}
+    for name, (value, _) in view.logs.effective_configs(overrides).items():
+        d = TOPIC_CONFIGS[name]
+        synonyms = _broker_synonyms(view, [s for s, _ in d.synonyms])
+        if name in overrides:
+            synonyms.insert(0, (name, overrides[name], DYNAMIC_TOPIC_CONFIG))
+        source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
+        entries[name] = (value, source, synonyms)
+    return entries
+
+
+def _broker_entries(view: ConfigView) -> dict[str, Entry]:
+    live = kafka_settings(view.config)
+    entries: dict[str, Entry] = {}
+    for name in sorted(set(live) | view.dynamic.dynamic_names()):
+        synonyms = _broker_synonyms(view, [name, *unit_synonyms(name)])
+        value = live.get(name, synonyms[0][1] if synonyms else None)
+        entries[name] = (value, synonyms[0][2] if synonyms else DEFAULT_CONFIG, synonyms)
+    for name, value in read_only_aliases(view.config, view.advertised).items():
+        entries[name] = (value, STATIC_BROKER_CONFIG, [(name, value, STATIC_BROKER_CONFIG)])
+    return entries
+
+
+def _default_entries(view: ConfigView) -> dict[str, Entry]:
+    entries: dict[str, Entry] = {}
+    for name, value in sorted(view.dynamic.cluster_default.items()):
+        synonyms = _broker_synonyms(view, [name, *unit_synonyms(name)], per_broker=False)
+        entries[name] = (value, DYNAMIC_DEFAULT_BROKER_CONFIG, synonyms)
+    return entries
+
+
+def config_type(name: str) -> int:
+    """The ConfigType DescribeConfigs (v3+) reports for a topic or broker config."""
+    if name in TOPIC_CONFIGS:
+        return TOPIC_CONFIGS[name].type
+    if name in _SYNONYM_TYPES:
+        return _SYNONYM_TYPES[name]
+    ftype = _FIELD_TYPES.get(setting_name(name) or "", "str")
+    if ftype.startswith("bool"):
+        return BOOLEAN
+    if ftype.startswith("float"):
+        return DOUBLE
+    if ftype.startswith("int"):
+        return LONG if name.endswith((".ms", ".bytes")) else INT
+    return LIST if name.endswith((".policy", ".listeners", "listeners")) else STRING
 
 
 def describe_resource(view: ConfigView, resource: Any, include_synonyms: bool, include_docs: bool) -> dict[str, Any]:
     rtype, name, keys = resource.resource_type, resource.resource_name, resource.configuration_keys
     result: dict[str, Any] = {"error_code": 0, "error_message": None, "resource_type": rtype,
                               "resource_name": name, "configs": []}
+    read_only = False
     if rtype == TOPIC:
         topic = view.image.topic(name)
         if topic is None:
             result.update(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                           error_message=f"Topic {name} does not exist")
             return result
-        entries = {}
-        for key, (value, is_default) in view.logs.effective_configs(topic.configs).items():
-            if not is_default:
-                entries[key] = (value, DYNAMIC_TOPIC_CONFIG)
-            else:
-                broker_key = _TOPIC_TO_BROKER.get(key)
-                source = STATIC_BROKER_CONFIG if key in view.logs.default_configs and broker_key else DEFAULT_CONFIG
-                entries[key] = (value, source)
+        entries = _topic_entries(view, topic.configs)
     elif rtype == BROKER:
-        if name not in ("", str(view.config.node_id)):
-            result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"unknown broker {name}")
+        if name == "":
+            entries = _default_entries(view)
+        elif name == str(view.config.node_id):
+            entries = _broker_entries(view)
+            read_only = True
+        else:
+            result.update(error_code=ErrorCode.INVALID_REQUEST,
+                          error_message=f"Unexpected broker id, expected {view.config.node_id} or empty string, "
+                                        f"but received {name}")
             return result
-        entries = _broker_entries(view)
     elif rtype == BROKER_LOGGER:
-        entries = {}
+        if name != str(view.config.node_id):
+            result.update(error_code=ErrorCode.INVALID_REQUEST,
+                          error_message=f"Unexpected broker id, expected {view.config.node_id}, but received {name}")
+            return result
+        entries = {logger: (level, DYNAMIC_BROKER_CONFIG if explicit else DEFAULT_CONFIG, [])
+                   for logger, (level, explicit) in describe_loggers().items()}
     else:
-        result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"unsupported resource type {rtype}")
+        result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Unsupported resource type {rtype}")
         return result
-    for key, (value, source) in entries.items():
+    for key, (value, source, synonyms) in entries.items():
         if keys is not None and key not in keys:
             continue
-        synonyms = []
-        if include_synonyms:
-            synonyms.append({"name": key, "value": value, "source": source})
-            broker_key = _TOPIC_TO_BROKER.get(key) if rtype == TOPIC else None
-            if broker_key and source != STATIC_BROKER_CONFIG:
-                synonyms.append({"name": broker_key, "value": value, "source": DEFAULT_CONFIG})
+        sensitive = rtype == BROKER and looks_secret(key)  # reported without its value, as Kafka does
         result["configs"].append({
-            "name": key, "value": value, "read_only": rtype == BROKER, "config_source": source,
-            "is_sensitive": False, "synonyms": synonyms,
-            "config_type": _TOPIC_TYPES.get(key, LONG if (value or "").lstrip("-").isdigit() else STRING),
+            "name": key, "value": None if sensitive else value, "read_only": read_only and not is_dynamic(key),
+            "config_source": source, "is_sensitive": sensitive,
+            "synonyms": [{"name": n, "value": None if sensitive else v, "source": s} for n, v, s in synonyms]
+            if include_synonyms else [],
+            "config_type": STRING if rtype == BROKER_LOGGER else config_type(key),
             "documentation": None,
         })
     return result

@@ -1,61 +1,51 @@
-"""GroupService: the asyncio edge around the pure group coordinator, one shard per offsets partition.
+"""GroupService: the group coordinator's service — group APIs over one coordinator shard per offsets partition.
 
 Group G belongs to partition ``abs(hashCode(G)) % partitions`` of
-``__consumer_offsets`` and is coordinated by that partition's leader.  This
-broker keeps one :class:`~broker.group.coordinator.GroupCoordinator` *shard*
-per partition it leads (Kafka's ``GroupCoordinatorShard``):
+``__consumer_offsets`` and is coordinated by that partition's leader.  The shards
+(one pure :class:`~broker.group.coordinator.GroupCoordinator` per partition this
+broker leads: loading, NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, ordered
+writes, timers) are the shared :class:`~broker.coordinator_runtime.CoordinatorRuntime`'s;
+this module adds what is the group coordinator's own:
 
-* on becoming leader of partition p it replays p's log into a new shard
-  (requests for its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile);
-* on losing it, the shard is dropped and its parked requests answer
-  NOT_COORDINATOR; requests for groups of partitions it does not lead answer
-  NOT_COORDINATOR, so clients look the coordinator up again;
-* a shard's writes are appended to its partition through the replica manager
-  and reported back to the coordinator once replicated (acks=all), in order —
-  Kafka's CoordinatorRuntime: a write yields records and a response, and the
-  response waits for the records to commit; a failed write changes nothing and
-  the coordinator answers the requests that waited with the mapped error.
-
-Requests naming several groups (DescribeGroups, DeleteGroups, OffsetFetch v8+)
-are split by shard and their answers merged; ListGroups asks every shard.
+* routing: a request names a group, the group names the shard; requests naming
+  several groups (DescribeGroups, DeleteGroups, OffsetFetch v8+) are split by
+  shard and their answers merged; ListGroups asks every shard;
+* transactional offset commits (TxnOffsetCommit) and the COMMIT/ABORT markers that
+  end them on an offsets partition (WriteTxnMarkers reaches this broker as that
+  partition's leader: the marker is written through the shard, so the offsets it
+  makes visible change in order with the shard's other writes);
+* rebalance metrics and the per-group metric families.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from broker.coordinator_runtime import CoordinatorRuntime, Shard, now_ms
 from broker.group.config import GroupConfig
-from broker.group.coordinator import Effects, GroupCoordinator, Write
+from broker.group.coordinator import Effects, GroupCoordinator
 from broker.group.partitioning import coordinator_partition
 from broker.internal_topics import OFFSETS_TOPIC
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.errors import ProtocolError
 from protocol.primitives import Obj
-from protocol.records import CorruptRecordError, decode_batch, encode_batch
-from protocol.timing_wheel import TimerTask
 
 if TYPE_CHECKING:
     from broker.apis import RequestContext
     from broker.config import BrokerConfig
     from broker.metrics import BrokerMetrics
     from broker.replica_manager import ReplicaManager
+    from broker.txn.verifier import TxnVerifier
     from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker.group")
 
 E = ErrorCode
-#: How long a coordinator write may wait for replication before its requests fail.
-WRITE_TIMEOUT_MS = 30_000
-#: Batches replayed between two yields to the event loop while a shard loads.
-_LOAD_BATCHES_PER_STEP = 200
-
+GroupShard = Shard[GroupCoordinator]
 
 #: API keys as plain ints for the request path (an IntEnum member lookup costs ~10 int compares)
 _LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS = int(ApiKey.LIST_GROUPS), int(ApiKey.DESCRIBE_GROUPS), \
@@ -64,38 +54,24 @@ _MULTI_GROUP = frozenset({_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS, int(Ap
 _MEMBERSHIP = frozenset({int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)})
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass(slots=True)
-class _Shard:
-    partition: int
-    epoch: int
-    coordinator: GroupCoordinator | None = None
-    loading: bool = True
-    timer: TimerTask | None = None
-    deadline: int | None = None
-    tokens: set[int] = field(default_factory=set)
-    load_task: asyncio.Task[None] | None = None
-
-
 class GroupService:
     def __init__(self, *, config: BrokerConfig, replica: ReplicaManager, metrics: BrokerMetrics, timer: WheelTimer,
                  partition_count: Callable[[str], int | None]) -> None:
         self.broker_config = config
-        self.replica = replica
         self.metrics = metrics
-        self.timer = timer
         self._topic_partitions = partition_count
-        self.shards: dict[int, _Shard] = {}
-        self._tokens = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._closed = False
         self._generations: dict[str, tuple[int, str, float]] = {}
-        self._write_tail: dict[int, asyncio.Future[Any]] = {}
         self._warned_partitions = False
-        replica.add_leadership_listener(self._on_leadership)
+        #: checks transactional offset commits with their transaction coordinator (set by the composition root)
+        self.txn_verifier: TxnVerifier | None = None
+        self.runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
+            topic=OFFSETS_TOPIC, replica=replica, timer=timer, new_coordinator=self._new_coordinator,
+            on_effects=self._on_effects, after_poll=self._track_rebalances, on_unload=self._forget_generations,
+            on_load_error=metrics.offsets_load_errors.inc)
+
+    @property
+    def shards(self) -> dict[int, GroupShard]:
+        return self.runtime.shards
 
     # -- placement -------------------------------------------------------------------
     @property
@@ -132,97 +108,13 @@ class GroupService:
             offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
         )
 
-    # -- leadership ------------------------------------------------------------------
-    def _on_leadership(self, topic: str, partition: int, is_leader: bool, epoch: int) -> None:
-        if topic != OFFSETS_TOPIC or self._closed:
-            return
-        current = self.shards.get(partition)
-        if is_leader:
-            if current is not None and current.epoch == epoch:
-                return
-            if current is not None:
-                self._unload(current)
-            shard = _Shard(partition, epoch)
-            self.shards[partition] = shard
-            shard.load_task = asyncio.ensure_future(self._load(shard))
-        elif current is not None:
-            self._unload(current)
+    def _new_coordinator(self, partition: int, epoch: int) -> GroupCoordinator:
+        return GroupCoordinator(self._group_config(), now_ms=now_ms(), partition_count=self._topic_partitions)
 
-    async def _load(self, shard: _Shard) -> None:
-        """Replay the partition into a new shard, some batches at a time (the loop keeps serving meanwhile).
-
-        A record that does not decode (a batch with a bad CRC or bad records, a key or value of no
-        known shape) is logged with its partition and offset, counted in
-        ``kbroker_offsets_load_errors_total`` and skipped: one bad record never stops a load.
-        """
-        started = time.perf_counter()
-        coordinator = GroupCoordinator(self._group_config(), now_ms=_now_ms(),
-                                       partition_count=self._topic_partitions)
-        records = errors = 0
-        try:
-            plog = self.replica.partitions[(OFFSETS_TOPIC, shard.partition)].log
-            start, end = plog.log_start_offset, plog.log_end_offset
-            for n, (header, data) in enumerate(plog.iter_batches(start)):
-                if header.base_offset >= end:
-                    break
-                if n % _LOAD_BATCHES_PER_STEP == _LOAD_BATCHES_PER_STEP - 1:
-                    await asyncio.sleep(0)
-                    if self.shards.get(shard.partition) is not shard:
-                        return  # leadership moved on while loading
-                if header.is_control:
-                    continue
-                try:
-                    _, batch = decode_batch(data)
-                except CorruptRecordError as exc:
-                    errors += self._load_error(shard.partition, header.base_offset, exc, "batch")
-                    continue
-                for rec in batch:
-                    if rec.offset < start:
-                        continue
-                    try:
-                        if rec.key is None:
-                            raise ProtocolError("record without a key")
-                        coordinator.load(shard.partition, rec.key, rec.value)
-                    except Exception as exc:  # any undecodable record: skip it, never stop the load
-                        errors += self._load_error(shard.partition, rec.offset, exc, "record")
-                        continue
-                    records += 1
-        except Exception:
-            log.exception("loading %s-%d failed", OFFSETS_TOPIC, shard.partition)
-            if self.shards.get(shard.partition) is shard:
-                del self.shards[shard.partition]
-            return
-        if self.shards.get(shard.partition) is not shard:
-            return
-        shard.coordinator = coordinator
-        shard.loading = False
-        self._apply(shard, coordinator.complete_load(_now_ms()))
-        log.log(logging.INFO if records or errors else logging.DEBUG,
-                "coordinator for %s-%d (epoch %d): loaded %d records in %.3fs%s", OFFSETS_TOPIC, shard.partition,
-                shard.epoch, records, time.perf_counter() - started,
-                f" ({errors} unreadable, skipped)" if errors else "")
-
-    def _load_error(self, partition: int, offset: int, exc: Exception, what: str) -> int:
-        log.error("skipping unreadable %s at %s-%d offset %d: %s: %s", what, OFFSETS_TOPIC, partition, offset,
-                  type(exc).__name__, exc)
-        self.metrics.offsets_load_errors.inc()
-        return 1
-
-    def _unload(self, shard: _Shard) -> None:
-        if self.shards.get(shard.partition) is shard:
-            del self.shards[shard.partition]
-        if shard.load_task is not None and not shard.load_task.done():
-            shard.load_task.cancel()
-        if shard.timer is not None:
-            shard.timer.cancel()
-        for token in shard.tokens:
-            future = self._pending.pop(token, None)
-            if future is not None and not future.done():
-                future.set_result({"__error__": E.NOT_COORDINATOR})
+    def _forget_generations(self, shard: GroupShard) -> None:
         if shard.coordinator is not None:
             for group_id in shard.coordinator.groups:
                 self._generations.pop(group_id, None)
-            log.info("no longer the coordinator for %s-%d", OFFSETS_TOPIC, shard.partition)
 
     # -- requests --------------------------------------------------------------------
     def handle(self, ctx: RequestContext, req: Obj) -> Any:
@@ -242,44 +134,54 @@ class GroupService:
             from broker.apis import error_response
 
             return error_response(key, version, req, code)
+        if key == ApiKey.TXN_OFFSET_COMMIT and self.txn_verifier is not None:
+            return self._txn_offset_commit(shard, ctx, req)
         return self._run(shard, ctx, req)
 
-    def _shard_for(self, group_id: str) -> tuple[_Shard | None, int]:
-        shard = self.shards.get(self.partition_for(group_id))
-        if shard is None:
-            return None, E.NOT_COORDINATOR
-        if shard.loading or shard.coordinator is None:
-            return None, E.COORDINATOR_LOAD_IN_PROGRESS
-        return shard, E.NONE
+    async def _txn_offset_commit(self, shard: GroupShard, ctx: RequestContext, req: Obj) -> Any:
+        """TxnOffsetCommit: first check with the producer's transaction coordinator that this offsets
+        partition belongs to its ongoing transaction (KIP-890; v5+, transaction version 2: add it), so
+        offsets can never wait for a marker nobody will write."""
+        from broker.replica_manager import produce_verification_error
 
-    def _run(self, shard: _Shard, ctx: RequestContext, req: Any) -> Any:
-        """Run one request on a shard: the response now, or a future when it waits (parked or writing)."""
-        assert shard.coordinator is not None
-        token = next(self._tokens)
-        header = ctx.header
-        key = header.api_key
-        effects = shard.coordinator.handle(key, _now_ms(), header.api_version, req, token,
-                                           client_id=header.client_id or "", client_host=ctx.client_host)
-        if key in _MEMBERSHIP:
-            self._track_rebalances(shard, req.get("group_id"))
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[token] = future
-        shard.tokens.add(token)
-        self._apply(shard, effects)
-        if future.done() and not future.cancelled():
-            body = future.result()
-            if "__error__" not in body:
-                return body
-        return self._finish(ctx, req, future)
-
-    async def _finish(self, ctx: RequestContext, req: Any, future: asyncio.Future[dict[str, Any]]) -> Any:
-        body = await future
-        code = body.get("__error__") if isinstance(body, dict) else None
-        if code is not None:
+        assert self.txn_verifier is not None
+        tp = (OFFSETS_TOPIC, shard.partition)
+        codes = await self.txn_verifier.verify(req.transactional_id, req.producer_id, req.producer_epoch, [tp],
+                                               add=ctx.version >= 5)
+        code = codes.get(tp, E.UNKNOWN_SERVER_ERROR)
+        if code != E.NONE:
+            code = produce_verification_error(code, 11 if ctx.version >= 5 else 0)
+            if code == E.NOT_ENOUGH_REPLICAS:
+                code = E.COORDINATOR_LOAD_IN_PROGRESS  # the transaction coordinator is busy: retry
+            return Obj(throttle_time_ms=0, topics=[
+                {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                                for p in t.partitions]} for t in req.topics])
+        current, _ = self._shard_for(req.group_id)
+        if current is None:
             from broker.apis import error_response
 
-            return error_response(ctx.header.api_key, ctx.version, req, code)
-        return body
+            return error_response(ctx.header.api_key, ctx.version, req, E.NOT_COORDINATOR)
+        result = self._run(current, ctx, req)
+        return await result if not isinstance(result, dict) else result
+
+    def _shard_for(self, group_id: str) -> tuple[GroupShard | None, int]:
+        return self.runtime.shard(self.partition_for(group_id))
+
+    def _run(self, shard: GroupShard, ctx: RequestContext, req: Any) -> Any:
+        """Run one request on a shard: the response now, or a future when it waits (parked or writing)."""
+        from broker.apis import error_response
+
+        key, version = ctx.header.api_key, ctx.version
+        now = now_ms()
+
+        def call(coordinator: GroupCoordinator, token: Hashable) -> Effects:
+            return coordinator.handle(key, now, version, req, token, client_id=ctx.client_id,
+                                      client_host=ctx.client_host)
+
+        result = self.runtime.run(shard, call, lambda code: error_response(key, version, req, code))
+        if key in _MEMBERSHIP:
+            self._track_rebalances(shard, req.get("group_id"))
+        return result
 
     def _scatter(self, ctx: RequestContext, req: Obj, request_field: str, response_field: str,
                  error_entry: Callable[[str, int], dict[str, Any]], field: str | None = None) -> Any:
@@ -325,6 +227,25 @@ class GroupService:
 
         return gather()
 
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                                   coordinator_epoch: int) -> int:
+        """WriteTxnMarkers for offsets partition ``partition`` (this broker leads it): the marker is written
+        through its shard, which then applies or drops the producer's pending offsets.  Returns the
+        partition's error code."""
+        shard, code = self.runtime.shard(partition)
+        if shard is None:
+            return E.NOT_LEADER_OR_FOLLOWER if code == E.NOT_COORDINATOR else code
+        now = now_ms()
+
+        def call(coordinator: GroupCoordinator, token: Hashable) -> Effects:
+            return coordinator.complete_transaction(now, partition, producer_id, producer_epoch, commit,
+                                                    coordinator_epoch, token)
+
+        result = self.runtime.run(shard, call, lambda code: {"error_code": E.NOT_LEADER_OR_FOLLOWER})
+        if not isinstance(result, dict):
+            result = await result
+        return int(result["error_code"])
+
     def _list_groups(self, ctx: RequestContext, req: Obj) -> Any:
         groups: list[Any] = []
         error = E.NONE
@@ -338,55 +259,11 @@ class GroupService:
         return Obj(throttle_time_ms=0, error_code=error, groups=groups)
 
     # -- effects ---------------------------------------------------------------------
-    def _apply(self, shard: _Shard, effects: Effects) -> None:
-        """Release the replies, then start the writes (whose completion may release more)."""
-        if self._closed:
-            return
-        for token, body in effects.replies:
-            shard.tokens.discard(token)
-            future = self._pending.pop(token, None)
-            if future is not None and not future.done():
-                future.set_result(body)
-        if effects.removed_groups:
-            for group_id in effects.removed_groups:
-                self._generations.pop(group_id, None)
-        for write in effects.writes:
-            self._start_write(shard, write)
-        self._rearm(shard)
+    def _on_effects(self, shard: GroupShard, effects: Effects) -> None:
+        for group_id in effects.removed_groups:
+            self._generations.pop(group_id, None)
 
-    def _start_write(self, shard: _Shard, write: Write) -> None:
-        """Append one coordinator write to the shard's partition; report it once replicated, in order."""
-        now = _now_ms()
-        try:
-            batch = encode_batch([(key, value, [], now) for key, value in write.records])
-            pending = self.replica.append_to_leader(OFFSETS_TOPIC, write.partition, batch, WRITE_TIMEOUT_MS)
-        except Exception:
-            log.exception("appending to %s-%d failed", OFFSETS_TOPIC, write.partition)
-            done: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
-            done.set_result((E.UNKNOWN_SERVER_ERROR, -1))
-            pending = done
-        previous = self._write_tail.get(write.partition)
-
-        async def complete() -> None:
-            code, _ = await pending
-            if previous is not None and not previous.done():
-                await asyncio.shield(previous)  # writes complete in the order they were made
-            if self.shards.get(shard.partition) is not shard or shard.coordinator is None:
-                return  # the shard is gone (its requests were answered NOT_COORDINATOR)
-            now = _now_ms()
-            if code == E.NONE:
-                effects = shard.coordinator.write_committed(now, write.write_id)
-            else:
-                log.warning("write to %s-%d failed: %s", OFFSETS_TOPIC, write.partition, _name(code))
-                effects = shard.coordinator.write_failed(now, write.write_id, code)
-            self._apply(shard, effects)
-
-        task = asyncio.ensure_future(complete())
-        self._write_tail[write.partition] = task
-        task.add_done_callback(lambda t: self._write_tail.pop(write.partition, None)
-                               if self._write_tail.get(write.partition) is t else None)
-
-    def _track_rebalances(self, shard: _Shard, group_id: str | None = None) -> None:
+    def _track_rebalances(self, shard: GroupShard, group_id: str | None = None) -> None:
         """Count generations that completed since the last look (for the rebalance metrics)."""
         coordinator = shard.coordinator
         if coordinator is None:
@@ -415,47 +292,12 @@ class GroupService:
             elif previous is None:
                 seen[gid] = (group.generation_id, state, now)
 
-    def _rearm(self, shard: _Shard) -> None:
-        if self._closed or shard.coordinator is None or self.shards.get(shard.partition) is not shard:
-            return
-        deadline = shard.coordinator.next_deadline()
-        if deadline == shard.deadline and shard.timer is not None and not shard.timer.cancelled:
-            return
-        if shard.timer is not None:
-            shard.timer.cancel()
-            shard.timer = None
-        shard.deadline = deadline
-        if deadline is not None:
-            # the wheel runs on monotonic time; the coordinator on wall-clock time
-            delay = max(0, deadline - _now_ms())
-            shard.timer = self.timer.call_at_ms(self.timer.now_ms() + delay, lambda: self._on_timer(shard))
-
-    def _on_timer(self, shard: _Shard) -> None:
-        shard.timer = None
-        shard.deadline = None
-        if shard.coordinator is None or self.shards.get(shard.partition) is not shard:
-            return
-        effects = shard.coordinator.poll(_now_ms())
-        self._track_rebalances(shard)
-        self._apply(shard, effects)
-
     def close(self) -> None:
-        self._closed = True
-        for shard in list(self.shards.values()):
-            if shard.timer is not None:
-                shard.timer.cancel()
-            if shard.load_task is not None:
-                shard.load_task.cancel()
-        for future in self._pending.values():
-            if not future.done():
-                future.cancel()
-        self._pending.clear()
+        self.runtime.close()
 
     # -- inspection ------------------------------------------------------------------
     def coordinators(self) -> Iterator[GroupCoordinator]:
-        for shard in self.shards.values():
-            if shard.coordinator is not None:
-                yield shard.coordinator
+        return self.runtime.coordinators()
 
     def collect_metrics(self, end_offsets: dict[tuple[str, int], int], max_groups: int) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -494,13 +336,6 @@ class GroupService:
         yield generation
         yield committed
         yield lag
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
 
 
 def _describe_error(group_id: str, code: int) -> dict[str, Any]:

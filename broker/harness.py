@@ -236,7 +236,7 @@ class KBrokerCluster:
     """etcd and ``size`` brokers (node ids 1..size) as real processes on 127.0.0.1.
 
     ``settings`` are passed to every broker as ``--set key=value``; by default the
-    offsets topic is replicated to ``min(3, size)`` brokers.
+    offsets and transaction state topics are replicated to ``min(3, size)`` brokers.
     """
 
     def __init__(self, size: int, directory: str | os.PathLike[str], *, settings: dict[str, Any] | None = None,
@@ -244,7 +244,8 @@ class KBrokerCluster:
         self.size = size
         self.directory = Path(directory)
         self.cluster_id = cluster_id
-        self.settings = {"offsets.topic.replication.factor": min(3, size), **(settings or {})}
+        self.settings = {"offsets.topic.replication.factor": min(3, size),
+                         "transaction.state.log.replication.factor": min(3, size), **(settings or {})}
         self._own_etcd = etcd is None
         self.etcd = etcd or EtcdServer(self.directory / "etcd")
         self.brokers: dict[int, BrokerProcess] = {}

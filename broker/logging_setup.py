@@ -32,6 +32,11 @@ from typing import Any
 
 _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("kbroker_log_context", default=None)
 _SECRET = re.compile(r"pass(word)?|secret|token|sasl|credential|private|auth", re.I)
+
+
+def looks_secret(key: str) -> bool:
+    """Whether a setting or context key looks like it holds a secret (its value is never shown)."""
+    return bool(_SECRET.search(key))
 _BARE = re.compile(r"^[A-Za-z0-9_.:/@+*\-\[\]]*$")
 REDACTED = "***"
 
@@ -52,7 +57,7 @@ def current_context() -> dict[str, Any]:
 
 
 def redact(context: dict[str, Any]) -> dict[str, Any]:
-    return {k: (REDACTED if _SECRET.search(str(k)) else v) for k, v in context.items()}
+    return {k: (REDACTED if looks_secret(str(k)) else v) for k, v in context.items()}
 
 
 def _record_context(record: logging.LogRecord) -> dict[str, Any]:

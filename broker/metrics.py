@@ -62,10 +62,12 @@ class _BoundedLabels:
 class BrokerState:
     """What /metrics reports at scrape time, snapshotted on the broker's event loop."""
 
-    #: (topic, partition, log end, bytes, log start, high watermark) of every hosted log
-    partitions: list[tuple[str, int, int, int, int, int]] = field(default_factory=list)
+    #: (topic, partition, log end, bytes, log start, high watermark, last stable offset) of every hosted log
+    partitions: list[tuple[str, int, int, int, int, int, int]] = field(default_factory=list)
     #: metric families of the group coordinator
     groups: list[Any] = field(default_factory=list)
+    #: metric families of the transaction coordinator
+    transactions: list[Any] = field(default_factory=list)
     #: cluster gauges, name -> (help, value)
     cluster: dict[str, tuple[str, float]] = field(default_factory=dict)
     #: follower lag (messages behind the leader's high watermark) per partition
@@ -117,6 +119,13 @@ class BrokerMetrics:
         self.offsets_load_errors = Counter("kbroker_offsets_load_errors",
                                            "__consumer_offsets records skipped while loading because they do "
                                            "not decode", registry=r)
+        self.txn_state_load_errors = Counter("kbroker_transaction_state_load_errors",
+                                             "__transaction_state records skipped while loading because they do "
+                                             "not decode", registry=r)
+        self.txn_commits = Counter("kbroker_transaction_commits", "Transactions committed (their markers all "
+                                   "written) by the transactions this broker coordinates", registry=r)
+        self.txn_aborts = Counter("kbroker_transaction_aborts", "Transactions aborted (by their producer or their "
+                                  "timeout) by the transactions this broker coordinates", registry=r)
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
@@ -271,13 +280,16 @@ class _StateCollector:
         leo = GaugeMetricFamily("kbroker_log_end_offset", "Log end offset", labels=["topic", "partition"])
         size = GaugeMetricFamily("kbroker_log_size_bytes", "Bytes on disk", labels=["topic", "partition"])
         start = GaugeMetricFamily("kbroker_log_start_offset", "Log start offset", labels=["topic", "partition"])
+        lso_lag = GaugeMetricFamily("kbroker_partition_lso_lag", "High watermark minus last stable offset: "
+                                    "records read_committed consumers wait for (open transactions), on leaders",
+                                    labels=["topic", "partition"])
         dir_size = GaugeMetricFamily("kbroker_log_dir_size_bytes", "Bytes on disk of every partition, internal "
                                      "topics and topics beyond the label cap included")
         partitions = GaugeMetricFamily("kbroker_partitions", "Partitions hosted, internal topics included")
         # one shared set of at most MAX_LABELLED_TOPICS topic label values across all metrics
         labelled: set[str] = set()
         all_bytes = 0
-        for topic, partition, end, nbytes, first, _hw in sorted(parts):
+        for topic, partition, end, nbytes, first, hw, lso in sorted(parts):
             all_bytes += nbytes
             if is_internal_topic(topic):
                 continue
@@ -289,6 +301,8 @@ class _StateCollector:
             leo.add_metric(labels, end)
             size.add_metric(labels, nbytes)
             start.add_metric(labels, first)
+            if lso >= 0:
+                lso_lag.add_metric(labels, max(0, hw - lso))
         dir_size.add_metric([], all_bytes)
         partitions.add_metric([], len(parts))
         lag = GaugeMetricFamily("kbroker_replica_fetcher_lag", "Messages a follower is behind its leader's "
@@ -299,6 +313,7 @@ class _StateCollector:
         yield leo
         yield size
         yield start
+        yield lso_lag
         yield dir_size
         yield partitions
         yield lag
@@ -306,6 +321,7 @@ class _StateCollector:
             if "topic" in getattr(family, "_labelnames", ()) or family.name in _GROUP_TOPIC_FAMILIES:
                 family.samples = [s for s in family.samples if s.labels.get("topic") in labelled]
             yield family
+        yield from state.transactions
 
 
 #: group families labelled by topic: their samples are limited to the labelled topics

@@ -1,4 +1,4 @@
-"""Producer ids for idempotent (and later transactional) producers, unique across the cluster.
+"""Producer ids for idempotent and transactional producers, unique across the cluster.
 
 Ids are taken from the metadata store in blocks (Kafka's ``ProducerIdManager``:
 a compare-and-set on the last block handed out), so no two brokers, and no
@@ -21,6 +21,19 @@ class ProducerIdManager:
         self._end = 0
         self._lock = asyncio.Lock()
 
+    @property
+    def available(self) -> int:
+        """Ids left in the current block (``try_next`` succeeds while this is positive)."""
+        return self._end - self._next
+
+    async def prefetch(self) -> None:
+        """Make sure ``try_next`` has an id to hand out (fetch a block if the current one is used up)."""
+        if self.available > 0:
+            return
+        async with self._lock:
+            if self.available <= 0:
+                self._next, self._end = await self.metadata.allocate_producer_ids()
+
     def try_next(self) -> int | None:
         """An id from the current block, or None when a new block is needed."""
         if self._next < self._end:
@@ -31,12 +44,7 @@ class ProducerIdManager:
 
     async def next_id(self) -> int:
         pid = self.try_next()
-        if pid is not None:
-            return pid
-        async with self._lock:
+        while pid is None:
+            await self.prefetch()
             pid = self.try_next()
-            if pid is None:
-                self._next, self._end = await self.metadata.allocate_producer_ids()
-                pid = self.try_next()
-            assert pid is not None
-            return pid
+        return pid

@@ -37,8 +37,14 @@ from broker.cluster.image import MetadataDelta, MetadataImage
 from broker.cluster.kv import KVError
 from broker.cluster.records import PartitionRecord
 from broker.internal_topics import is_internal_topic
-from broker.log.errors import LogError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
-from broker.log.recompress import recompress_for_topic
+from broker.log.errors import (
+    InvalidTimestampError,
+    LogError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
+from broker.log.recompress import compression_level, recompress_for_topic, target_codec
+from broker.log.validation import RecordValidationError, check_keys, with_timestamp_errors
 from broker.partition import Partition
 from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from broker.server import FileRegion, release_parts
@@ -52,8 +58,10 @@ if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
     from broker.config import BrokerConfig
     from broker.log.manager import LogManager
-    from broker.log.partition_log import PartitionLog, ReadResult
+    from broker.log.partition_log import AppendResult, PartitionLog, ReadResult
+    from broker.log.producer_state import VerificationGuard
     from broker.metrics import BrokerMetrics
+    from broker.txn.verifier import TxnVerifier
     from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker.replica")
@@ -108,7 +116,8 @@ class DelayedFetch(DelayedOperation):
         self.future.add_done_callback(lambda f: f.cancelled() and self.force_complete())
 
     def try_complete(self) -> bool:
-        if self.manager.available_bytes(self.parts, self.replica_id) >= self.min_bytes:
+        isolation = self.request.get("isolation_level", 0) or 0
+        if self.manager.available_bytes(self.parts, self.replica_id, isolation) >= self.min_bytes:
             return self.force_complete()
         return False
 
@@ -170,6 +179,21 @@ class DelayedProduce(DelayedOperation):
         self._complete(self.waits)
 
 
+def produce_verification_error(code: int, produce_version: int) -> int:
+    """The Produce error for a failed check with the transaction coordinator (Kafka's
+    ``AddPartitionsToTxnManager``): coordinator trouble is retriable (NOT_ENOUGH_REPLICAS), a fenced
+    producer INVALID_PRODUCER_EPOCH, a partition outside the transaction TRANSACTION_ABORTABLE for
+    clients that know it (Produce v11+) and INVALID_TXN_STATE for older ones."""
+    if code in (E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS,
+                E.CONCURRENT_TRANSACTIONS, E.REQUEST_TIMED_OUT, E.NETWORK_EXCEPTION):
+        return E.NOT_ENOUGH_REPLICAS
+    if code == E.PRODUCER_FENCED:
+        return E.INVALID_PRODUCER_EPOCH
+    if code == E.TRANSACTION_ABORTABLE and produce_version < 11:
+        return E.INVALID_TXN_STATE
+    return code
+
+
 class ReplicaManager:
     def __init__(self, *, local_id: int, config: BrokerConfig, logs: LogManager, metrics: BrokerMetrics,
                  timer: WheelTimer, metadata: MetadataService, fetchers: ReplicaFetcherManager) -> None:
@@ -191,6 +215,8 @@ class ReplicaManager:
                                                            purge_interval=purge)
         self._isr_task: asyncio.Task[None] | None = None
         self._alter_tasks: set[asyncio.Task[None]] = set()
+        #: checks transactional batches with their transaction coordinator (set by the composition root)
+        self.txn_verifier: TxnVerifier | None = None
 
     def add_leadership_listener(self, fn: LeadershipListener) -> None:
         """``fn(topic, partition, is_leader, leader_epoch)`` on every role change of a hosted partition."""
@@ -338,11 +364,18 @@ class ReplicaManager:
             partition.pending_isr = None  # someone else changed the partition; the image will tell
 
     # -- produce ---------------------------------------------------------------------
-    def handle_produce(self, ctx: RequestContext, req: Obj) -> Obj | asyncio.Future[Obj] | None:
+    def handle_produce(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj | None] | None:
+        if req["transactional_id"] is not None:  # item access: the request path avoids Obj's attribute fallback
+            return self._produce_transactional(ctx, req)
+        return self._produce(ctx, req)
+
+    def _produce(self, ctx: RequestContext, req: Obj, guards: dict[TopicPartition, VerificationGuard] | None = None,
+                 refused: dict[TopicPartition, int] | None = None) -> Obj | asyncio.Future[Obj] | None:
+        """Append every partition of a Produce; ``guards``: verification guards of transactional batches,
+        ``refused``: partitions answered with an error instead (their verification failed)."""
         version = ctx.version
-        acks = req["acks"]  # item access: the request path avoids Obj's attribute fallback
-        refused = (E.INVALID_REQUIRED_ACKS if acks not in (0, 1, -1) else
-                   E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if req["transactional_id"] is not None else E.NONE)
+        acks = req["acks"]
+        bad_acks = acks not in (0, 1, -1)
         responses = []
         waits: list[_ProduceWait] = []
         any_error = False
@@ -351,14 +384,18 @@ class ReplicaManager:
             internal = is_internal_topic(name)
             parts = []
             for pd in topic["partition_data"]:
-                if refused:
-                    entry = self._produce_error(pd["index"], refused)
+                index = pd["index"]
+                if bad_acks:
+                    entry = self._produce_error(index, E.INVALID_REQUIRED_ACKS)
                 elif internal:
                     # only the coordinators write their topics: a forged record would be replayed when loading
-                    entry = self._produce_error(pd["index"], E.INVALID_TOPIC_EXCEPTION,
+                    entry = self._produce_error(index, E.INVALID_TOPIC_EXCEPTION,
                                                 f"Cannot append to internal topic {name}")
+                elif refused is not None and (name, index) in refused:
+                    entry = self._produce_error(index, refused[(name, index)])
                 else:
-                    entry = self._append_partition(name, pd["index"], pd["records"], version, acks, waits)
+                    guard = guards.get((name, index)) if guards is not None else None
+                    entry = self._append_partition(name, index, pd["records"], version, acks, waits, guard)
                 if entry["error_code"]:
                     any_error = True
                 parts.append(entry)
@@ -381,6 +418,48 @@ class ReplicaManager:
                                                             for w in waits})
         return future
 
+    async def _produce_transactional(self, ctx: RequestContext, req: Obj) -> Obj | None:
+        """A transactional producer's Produce: the batches that would open its transaction in a partition
+        are checked with its transaction coordinator first (KIP-890; Produce v12+ adds the partition
+        to the transaction instead), then everything is appended as usual."""
+        guards: dict[TopicPartition, VerificationGuard] = {}
+        refused: dict[TopicPartition, int] = {}
+        producer: tuple[int, int] | None = None
+        for topic in req.topic_data:
+            for pd in topic.partition_data:
+                tp = (topic.name, pd.index)
+                try:
+                    header = parse_batch_header(pd.records or b"", 0)
+                except CorruptRecordError:
+                    continue  # answered by the append
+                if not header.is_transactional or header.producer_id < 0:
+                    continue
+                if producer is None:
+                    producer = (header.producer_id, header.producer_epoch)
+                elif producer != (header.producer_id, header.producer_epoch):
+                    refused[tp] = E.INVALID_PRODUCER_ID_MAPPING  # one producer per request
+                    continue
+                p = self.partitions.get(tp)
+                if p is None or not p.is_leader or p.log.producer_state.in_transaction(header.producer_id,
+                                                                                        header.producer_epoch):
+                    continue  # not ours (answered by the append), or its transaction is open here
+                guards[tp] = p.log.producer_state.start_verification(header.producer_id)
+        verifier = self.txn_verifier
+        if guards and producer is not None:
+            if verifier is None:
+                codes = dict.fromkeys(guards, int(E.NOT_ENOUGH_REPLICAS))
+            else:
+                codes = await verifier.verify(req.transactional_id, producer[0], producer[1], list(guards),
+                                              add=ctx.version >= 12)
+            for tp, code in codes.items():
+                if code != E.NONE:
+                    guards.pop(tp, None)
+                    refused[tp] = produce_verification_error(code, ctx.version)
+        result = self._produce(ctx, req, guards, refused)
+        if isinstance(result, asyncio.Future):
+            return await result
+        return result
+
     @staticmethod
     def _produce_error(index: int, code: int, message: str | None = None) -> dict[str, Any]:
         return {"index": index, "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
@@ -397,7 +476,7 @@ class ReplicaManager:
         raise _NotLeader(f"broker {self.local_id} does not lead {topic}-{partition}")
 
     def _append_partition(self, topic: str, partition: int, records: memoryview | bytes | None, version: int, acks: int,
-                          waits: list[_ProduceWait]) -> dict[str, Any]:
+                          waits: list[_ProduceWait], guard: VerificationGuard | None = None) -> dict[str, Any]:
         if not records:
             return self._produce_error(partition, E.INVALID_RECORD, "empty record set")
         try:
@@ -417,11 +496,25 @@ class ReplicaManager:
                 return self._produce_error(partition, E.NOT_ENOUGH_REPLICAS,
                                            f"The size of the current ISR {list(p.isr)} is insufficient to satisfy "
                                            f"the min.isr requirement of {min_isr} for partition {topic}-{partition}")
-            batch = recompress_for_topic(records, header, plog.config.compression_type,
-                                         max_decompressed_size=self.config.message_max_decompressed_bytes)
-            result = plog.append(batch)
+            config = plog.config
+            if header.size > config.max_message_bytes:  # as produced (the append checks what is stored)
+                return self._produce_error(partition, E.MESSAGE_TOO_LARGE,
+                                           f"The request included a message larger than the max message size "
+                                           f"the server will accept ({config.max_message_bytes} bytes).")
+            inflate = self.config.message_max_decompressed_bytes
+            batch = recompress_for_topic(records, header, config.compression_type, max_decompressed_size=inflate,
+                                         level=compression_level(config, target_codec(config.compression_type)))
+            check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
+            try:
+                result = plog.append(batch, verification=guard)
+            except InvalidTimestampError as exc:
+                raise with_timestamp_errors(exc, batch, config, plog.clock(), max_decompressed_size=inflate) from None
         except LogError as exc:
-            return self._produce_error(partition, exc.error_code, exc.detail or None)
+            entry = self._produce_error(partition, exc.error_code, exc.detail or None)
+            if isinstance(exc, RecordValidationError):
+                entry["record_errors"] = [{"batch_index": i, "batch_index_error_message": m}
+                                          for i, m in exc.record_errors]
+            return entry
         self.metrics.bytes_in(topic, len(records), header.records_count)
         self._after_leader_append(p)
         entry = {"index": partition, "error_code": 0, "base_offset": result.base_offset,
@@ -441,6 +534,19 @@ class ReplicaManager:
 
         Resolves to ``(error_code, last_offset)``; error codes are the produce path's.
         """
+        return self._leader_write(topic, partition, timeout_ms,
+                                  lambda plog: plog.append(bytearray(batch), coordinator=True))
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, timeout_ms: int) -> Awaitable[tuple[int, int]]:
+        """A COMMIT/ABORT marker on the local leader (WriteTxnMarkers, or a coordinator ending a
+        transaction in its own partition), waiting until replicated like any acks=all write."""
+        return self._leader_write(topic, partition, timeout_ms,
+                                  lambda plog: plog.append_marker(producer_id, producer_epoch, commit,
+                                                                  coordinator_epoch))
+
+    def _leader_write(self, topic: str, partition: int, timeout_ms: int,
+                      append: Callable[[PartitionLog], AppendResult]) -> Awaitable[tuple[int, int]]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[int, int]] = loop.create_future()
         try:
@@ -448,7 +554,7 @@ class ReplicaManager:
             if len(p.isr) < p.log.config.min_insync_replicas:
                 future.set_result((E.NOT_ENOUGH_REPLICAS, -1))
                 return future
-            result = p.log.append(bytearray(batch))
+            result = append(p.log)
         except LogError as exc:
             future.set_result((exc.error_code, -1))
             return future
@@ -553,7 +659,7 @@ class ReplicaManager:
         code = p.check_leader_epoch(fp.current_leader_epoch)
         return p, code
 
-    def available_bytes(self, parts: list[_FetchPartition], replica_id: int) -> int:
+    def available_bytes(self, parts: list[_FetchPartition], replica_id: int, isolation: int = 0) -> int:
         """Bytes a fetch would return now (errors and divergence count as 'ready': answered at once)."""
         total = 0
         for fp in parts:
@@ -565,13 +671,21 @@ class ReplicaManager:
                 return 1 << 30
             if replica_id >= 0 and self._diverging(p, fp) is not None:
                 return 1 << 30
-            limit = plog.log_end_offset if replica_id >= 0 else plog.high_watermark
+            limit = self._fetch_limit(plog, replica_id, isolation)
             if fp.fetch_offset < limit:
                 try:
                     total += plog.read(fp.fetch_offset, max(fp.max_bytes, 1), True, max_offset=limit).size
                 except LogError:
                     return 1 << 30
         return total
+
+    @staticmethod
+    def _fetch_limit(plog: PartitionLog, replica_id: int, isolation: int) -> int:
+        """Where a fetch stops: followers at the log end, read_committed consumers at the last stable
+        offset, others at the high watermark."""
+        if replica_id >= 0:
+            return plog.log_end_offset
+        return plog.last_stable_offset if isolation == 1 else plog.high_watermark
 
     def _current_leader(self, topic: str, partition: int) -> dict[str, int]:
         pimg = self.image.partition(topic, partition)
@@ -583,6 +697,7 @@ class ReplicaManager:
                    replica_id: int = -1) -> tuple[Obj, bool]:
         """Read every requested partition now.  Returns (response body, must-answer-now)."""
         remaining = max(0, min(req.max_bytes, self.config.fetch_max_bytes))
+        isolation = req.get("isolation_level", 0) or 0
         min_one = True
         urgent = False
         topics: list[dict[str, Any]] = []
@@ -612,7 +727,7 @@ class ReplicaManager:
                 continue
             plog: PartitionLog = p.log
             entry["high_watermark"] = plog.high_watermark
-            entry["last_stable_offset"] = plog.high_watermark
+            entry["last_stable_offset"] = plog.last_stable_offset
             entry["log_start_offset"] = plog.log_start_offset
             if replica_id >= 0:
                 diverging = self._diverging(p, fp)
@@ -620,7 +735,7 @@ class ReplicaManager:
                     entry["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
                     urgent = True
                     continue
-            limit_offset = plog.log_end_offset if replica_id >= 0 else plog.high_watermark
+            limit_offset = self._fetch_limit(plog, replica_id, isolation)
             try:
                 result = plog.read(fp.fetch_offset, min(fp.max_bytes, remaining), min_one, max_offset=limit_offset)
             except OffsetOutOfRangeError:
@@ -631,8 +746,10 @@ class ReplicaManager:
                 entry["error_code"] = exc.error_code
                 urgent = True
                 continue
-            if req.isolation_level == 1:
-                entry["aborted_transactions"] = []
+            if isolation == 1 and replica_id < 0:
+                entry["aborted_transactions"] = [
+                    {"producer_id": t.producer_id, "first_offset": t.first_offset}
+                    for t in plog.aborted_transactions(fp.fetch_offset, limit_offset)] if result.slices else []
             region = _records_region(result, self._bytes_out_counter(fp.name or ""))
             if region is not None:
                 entry["records"] = region
@@ -675,6 +792,8 @@ class ReplicaManager:
                     ts = p.timestamp
                     if ts == LATEST_TIERED:
                         offset, found_ts = -1, -1
+                    elif ts == LATEST and ctx.version >= 2 and req.isolation_level == 1:
+                        offset, found_ts = plog.last_stable_offset, -1
                     elif ts == EARLIEST_LOCAL:
                         offset, found_ts = plog.list_offset(EARLIEST)
                     elif ts == MAX_TIMESTAMP and ctx.version < 7:
@@ -730,6 +849,29 @@ class ReplicaManager:
                     entry["low_watermark"] = plog.delete_records_before(offset)
                 except LogError as exc:
                     entry["error_code"] = exc.error_code
+                parts.append(entry)
+            topics.append({"name": t.name, "partitions": parts})
+        return Obj(throttle_time_ms=0, topics=topics)
+
+    def handle_describe_producers(self, ctx: RequestContext, req: Obj) -> Obj:
+        """DescribeProducers: the producers a partition's leader knows, with their open transactions."""
+        topics = []
+        for t in req.topics:
+            parts = []
+            for index in t.partition_indexes:
+                entry: dict[str, Any] = {"partition_index": index, "error_code": 0, "error_message": None,
+                                         "active_producers": []}
+                try:
+                    state = self.leader_partition(t.name, index).log.producer_state
+                except LogError as exc:
+                    entry["error_code"] = exc.error_code
+                    parts.append(entry)
+                    continue
+                for pid, producer in sorted(state.producers.items()):
+                    entry["active_producers"].append({
+                        "producer_id": pid, "producer_epoch": producer.epoch, "last_sequence": producer.last_seq,
+                        "last_timestamp": producer.last_timestamp, "coordinator_epoch": producer.coordinator_epoch,
+                        "current_txn_start_offset": producer.txn_first_offset})
                 parts.append(entry)
             topics.append({"name": t.name, "partitions": parts})
         return Obj(throttle_time_ms=0, topics=topics)

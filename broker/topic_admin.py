@@ -23,7 +23,7 @@ from broker.cluster.kv import KVError, KVUnavailableError
 from broker.cluster.metadata import MetadataService
 from broker.cluster.placement import PlacementError, assign_replicas
 from broker.cluster.records import TopicRecord, topic_key
-from broker.internal_topics import OFFSETS_TOPIC, is_internal_topic
+from broker.internal_topics import InternalTopicSpec, is_internal_topic
 from broker.log.errors import LogError
 from broker.log.manager import LogManager, validate_topic_name
 from protocol.error_codes import ErrorCode
@@ -33,7 +33,6 @@ log = logging.getLogger("kbroker.topics")
 __all__ = ["TopicAdmin", "TopicError"]
 
 E = ErrorCode
-_OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024), "retention.ms": "-1"}
 
 
 @dataclass
@@ -130,17 +129,18 @@ class TopicAdmin:
                  record.partitions, shown, " ..." if record.partitions > len(shown) else "")
         await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)
 
-    async def ensure_offsets_topic(self, partitions: int, replication_factor: int, timeout_s: float) -> int:
-        """Create ``__consumer_offsets`` once enough brokers are alive; E.NONE when it exists (with leaders)."""
-        if self.image.topic(OFFSETS_TOPIC) is None:
-            if len(self.image.brokers) < replication_factor:
+    async def ensure_internal_topic(self, spec: InternalTopicSpec, timeout_s: float) -> int:
+        """Create an internal topic (``__consumer_offsets``, ``__transaction_state``) once enough brokers are
+        alive for its replication factor; E.NONE when it exists (with leaders), as Kafka's FindCoordinator."""
+        if self.image.topic(spec.name) is None:
+            if len(self.image.brokers) < spec.replication_factor:
                 return E.COORDINATOR_NOT_AVAILABLE
             try:
-                record = self.plan(OFFSETS_TOPIC, partitions, replication_factor, None, _OFFSETS_TOPIC_CONFIGS)
+                record = self.plan(spec.name, spec.partitions, spec.replication_factor, None, spec.configs)
                 await self.create(record, timeout_s)
             except TopicError as exc:
                 if exc.code != E.TOPIC_ALREADY_EXISTS:
-                    log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc.message)
+                    log.warning("cannot create %s: %s", spec.name, exc.message)
                     return E.COORDINATOR_NOT_AVAILABLE
         return E.NONE
 
@@ -151,10 +151,7 @@ class TopicAdmin:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if is_internal_topic(name):
             raise TopicError(E.INVALID_TOPIC_EXCEPTION, "Internal topics cannot be deleted")
-        try:
-            deleted = await self.metadata.delete_topic(name, t.topic_id)
-        except KVError as exc:
-            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+        deleted = await self._write(lambda: self.metadata.delete_topic(name, t.topic_id), 5.0)
         if not deleted:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         log.info("deleted topic %s (%s)", name, t.topic_id)
@@ -187,19 +184,23 @@ class TopicAdmin:
                                     racks={b: self.image.brokers[b].rack for b in live})
         return TopicRecord(name, t.topic_id, (*t.record.assignment, *extra), t.configs)
 
-    async def alter_configs(self, name: str, changes: Mapping[str, str | None], *, incremental: bool = True,
-                            timeout_s: float = 5.0) -> dict[str, str]:
-        """Set (``None``: remove) config overrides of a topic; ``incremental=False`` replaces them all.
-
-        Validated like CreateTopics configs; applied by every replica once its image has the new
-        record.  Returns the new overrides.
+    async def alter_configs(self, name: str, changes: Mapping[str, str | None] | None = None, *,
+                            incremental: bool = True,
+                            update: Callable[[dict[str, str]], Mapping[str, str | None]] | None = None,
+                            validate_only: bool = False, timeout_s: float = 5.0) -> dict[str, str]:
+        """Set (``None``: remove) config overrides of a topic; ``incremental=False`` replaces them all;
+        ``update(current overrides)`` computes the new overrides instead (re-run if the topic changes
+        meanwhile).  Validated like CreateTopics configs (``validate_only``: nothing is written);
+        applied by every replica once its image has the new record.  Returns the new overrides.
         """
         for _ in range(10):
             t = self.image.topic(name)
             if t is None:
                 raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
             merged: dict[str, str | None] = dict(t.configs) if incremental else {}
-            for key, value in changes.items():
+            if update is not None:
+                merged = dict(update(dict(t.configs)))
+            for key, value in (changes or {}).items():
                 if value is None:
                     merged.pop(key, None)
                 else:
@@ -208,11 +209,10 @@ class TopicAdmin:
                 overrides = self.logs.validate_configs(merged)
             except LogError as exc:
                 raise TopicError(exc.error_code, exc.detail or str(exc)) from None
+            if validate_only:
+                return overrides
             record = TopicRecord(name, t.topic_id, t.record.assignment, overrides)
-            try:
-                ok = await self.metadata.update_topic(record, t.mod_revision)
-            except KVError as exc:
-                raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+            ok = await self._write(lambda r=record, rev=t.mod_revision: self.metadata.update_topic(r, rev), timeout_s)
             await self._wait_for_change(name, t.mod_revision, timeout_s)
             if ok:
                 return overrides
@@ -233,6 +233,10 @@ class TopicAdmin:
         except KVError:
             return False
         return current is not None and TopicRecord.decode(current.value).topic_id == record.topic_id
+
+    async def write_with_retry(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
+        """Another admin write to the metadata store (dynamic broker configs), retried as topic writes are."""
+        return await self._write(write, timeout_s)
 
     async def _write(self, write: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
         """A metadata-store write, retried while the store is unreachable (within ``timeout_s``).
@@ -258,10 +262,8 @@ class TopicAdmin:
         t = self.image.topic(record.name)
         if t is None:
             raise TopicError(E.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic")
-        try:
-            ok = await self.metadata.update_topic(record, t.mod_revision)
-        except KVError as exc:
-            raise TopicError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
+        ok = await self._write(lambda: self.metadata.update_topic(record, t.mod_revision), timeout_s)
         if not ok:
             raise TopicError(E.REASSIGNMENT_IN_PROGRESS, "the topic changed meanwhile; retry")
-        await self.wait_until(lambda: self.has_leaders(record.name), timeout_s)
+        # the new partitions by number: the image may still show the topic with its old count
+        await self.wait_until(lambda: self.has_leaders(record.name, range(record.partitions)), timeout_s)

@@ -16,6 +16,7 @@ from client.errors import (
 )
 from client.producer import Producer
 from client.types import (
+    ConfigEntry,
     ConsumerRebalanceListener,
     NewTopic,
     OffsetAndMetadata,
@@ -23,10 +24,13 @@ from client.types import (
     Record,
     RecordMetadata,
     TopicPartition,
+    TransactionDescription,
+    TransactionListing,
 )
 
 __all__ = [
-    "Admin", "CommitFailedError", "ConcurrentAccessError", "ConfigError", "Consumer", "ConsumerRebalanceListener",
+    "Admin", "CommitFailedError", "ConcurrentAccessError", "ConfigEntry", "ConfigError", "Consumer", "ConsumerRebalanceListener",
     "IllegalStateError", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata",
-    "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata", "TopicPartition",
+    "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata", "TopicPartition", "TransactionDescription",
+    "TransactionListing",
 ]

@@ -8,19 +8,22 @@ from typing import Any
 
 from client.assignors import decode_assignment
 from client.config import AdminConfig, build_config
-from client.coordinator import find_coordinator
+from client.coordinator import TRANSACTION_KEY, find_coordinator
 from client.errors import IllegalStateError, KafkaError
 from client.net import NetworkClient
 from client.offsets import LATEST, fetch_committed, list_offsets
 from client.types import (
     BrokerNode,
     ClusterDescription,
+    ConfigEntry,
     GroupDescription,
     GroupListing,
     MemberDescription,
     NewTopic,
     PartitionOffsetInfo,
     TopicPartition,
+    TransactionDescription,
+    TransactionListing,
 )
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
@@ -28,6 +31,14 @@ from protocol.timer_service import WheelTimer
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+#: resource kinds of the config APIs, by name
+RESOURCE_TYPES = {"topic": RESOURCE_TOPIC, "broker": RESOURCE_BROKER, "broker-logger": 8}
+#: Kafka's ConfigSource ids, by name
+CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                  3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+                  6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
+#: IncrementalAlterConfigs operations, by name
+CONFIG_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
 
 
 class Admin:
@@ -160,6 +171,41 @@ class Admin:
             out[(kind, r.resource_name)] = {c.name: c.value for c in r.configs}
         return out
 
+    async def _config_request(self, kind: str, name: str, api_key: int, body: dict[str, Any]) -> Any:
+        """A config request about one resource: a broker's own configs go to that broker, the rest to any."""
+        if kind in ("broker", "broker-logger") and name:
+            await self.net.refresh_metadata()
+            return await self.net.send(int(name), api_key, body)
+        _, resp = await self.net.send_any(api_key, body)
+        return resp
+
+    async def describe_config_entries(self, kind: str, name: str,
+                                      keys: Iterable[str] | None = None) -> list[ConfigEntry]:
+        """Every config of one resource (``kind``: ``topic``, ``broker`` — ``name`` a broker id, or
+        ``""`` for the cluster-wide defaults — or ``broker-logger``), with sources and synonyms."""
+        body = {"resources": [{"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
+                               "configuration_keys": list(keys) if keys is not None else None}],
+                "include_synonyms": True, "include_documentation": False}
+        r = (await self._config_request(kind, name, ApiKey.DESCRIBE_CONFIGS, body)).results[0]
+        if r.error_code:
+            raise KafkaError(r.error_code, r.error_message or f"describe configs of {kind} {name!r}")
+        return [ConfigEntry(c.name, c.value, CONFIG_SOURCES.get(c.get("config_source", 0), "UNKNOWN"),
+                            bool(c.read_only),
+                            [(s.name, s.value, CONFIG_SOURCES.get(s.source, "UNKNOWN")) for s in c.get("synonyms", [])])
+                for c in r.configs]
+
+    async def incremental_alter_configs(self, kind: str, name: str, ops: Iterable[tuple[str, str, str | None]], *,
+                                        validate_only: bool = False) -> None:
+        """Change one resource's configs: ``ops`` are ``(operation, config, value)`` with operation
+        ``set``, ``delete``, ``append`` or ``subtract`` (IncrementalAlterConfigs)."""
+        body = {"resources": [{"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
+                               "configs": [{"name": key, "config_operation": CONFIG_OPS[op], "value": value}
+                                           for op, key, value in ops]}],
+                "validate_only": validate_only}
+        r = (await self._config_request(kind, name, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)).responses[0]
+        if r.error_code:
+            raise KafkaError(r.error_code, r.error_message or f"alter configs of {kind} {name!r}")
+
     # -- groups ----------------------------------------------------------------------------------
 
     async def list_groups(self) -> list[GroupListing]:
@@ -192,6 +238,35 @@ class Admin:
                                                      m.client_host, assigned))
                 out[g.group_id] = GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data,
                                                    members)
+        return out
+
+    async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = ()
+                                ) -> list[TransactionListing]:
+        """Transactional ids of every broker's transaction coordinator (ListTransactions to each)."""
+        md = await self.net.refresh_metadata()
+        nodes = [n for n in (list(md.brokers) or [self.net.least_loaded_node()]) if n is not None]
+        body = {"state_filters": list(states), "producer_id_filters": list(producer_ids), "duration_filter": -1}
+        out: list[TransactionListing] = []
+        for resp in await asyncio.gather(*(self.net.send(n, ApiKey.LIST_TRANSACTIONS, body) for n in nodes)):
+            if resp.error_code:
+                raise KafkaError(resp.error_code, "ListTransactions")
+            out += [TransactionListing(t.transactional_id, t.producer_id, t.transaction_state)
+                    for t in resp.transaction_states]
+        return out
+
+    async def describe_transactions(self, transactional_ids: Iterable[str]) -> dict[str, TransactionDescription]:
+        """State, producer and partitions of each transactional id (DescribeTransactions to its coordinator)."""
+        out: dict[str, TransactionDescription] = {}
+        for tid in transactional_ids:
+            node = await find_coordinator(self.net, tid, TRANSACTION_KEY)
+            resp = await self.net.send(node, ApiKey.DESCRIBE_TRANSACTIONS, {"transactional_ids": [tid]})
+            for t in resp.transaction_states:
+                if t.error_code:
+                    raise KafkaError(t.error_code, f"describe transaction {t.transactional_id!r}")
+                out[t.transactional_id] = TransactionDescription(
+                    t.transactional_id, t.transaction_state, t.producer_id, t.producer_epoch,
+                    t.transaction_timeout_ms, t.transaction_start_time_ms,
+                    [TopicPartition(x.topic, p) for x in t.topics for p in x.partitions])
         return out
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:

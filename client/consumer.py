@@ -32,7 +32,7 @@ from client.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
 )
-from client.fetcher import Fetcher
+from client.fetcher import Fetcher, RecordSet
 from client.net import NetworkClient
 from client.offsets import EARLIEST, LATEST, commit, fetch_committed, list_offsets
 from client.types import (
@@ -320,13 +320,14 @@ class Consumer:
         return await self._poll(timeout_ms, lambda: self._drain(only, max_records))
 
     async def getmany_record_sets(self, *partitions: TopicPartition,
-                                  timeout_ms: int = 0) -> dict[TopicPartition, list[tuple[Any, int]]]:
+                                  timeout_ms: int = 0) -> dict[TopicPartition, list[RecordSet]]:
         """Like :meth:`getmany`, but the fetched record sets undecoded: per partition a list of
-        ``(record_set, min_offset)`` — the broker's record batches as received (a bytes-like view)
-        and the first offset the consumer has not returned yet (records below it in the set are to
-        be skipped).  For readers that decode batches themselves, e.g. into columns with
-        :class:`protocol.records.RecordColumns`; deserializers do not apply.  The positions move
-        past the last whole batch of each set."""
+        ``(record_set, min_offset, aborted)`` (:data:`client.fetcher.RecordSet`) — the broker's record
+        batches as received (a bytes-like view), the first offset the consumer has not returned yet
+        (records below it are to be skipped) and, under ``read_committed``, the aborted transactions
+        to drop (else None).  For readers that decode batches themselves, e.g. into columns with
+        ``protocol.records.RecordColumns.add(record_set, min_offset, aborted=aborted)``;
+        deserializers do not apply.  The positions move past the last whole batch of each set."""
         only = set(partitions) if partitions else None
         return await self._poll(timeout_ms, lambda: self._drain_record_sets(only))
 
@@ -376,24 +377,38 @@ class Consumer:
                 recs = [r._replace(key=kd(r.key) if kd else r.key, value=vd(r.value) if vd else r.value)
                         for r in recs]
             out[tp] = recs
+        self._follow_skipped(only)
         return out
 
-    def _drain_record_sets(self, only: set[TopicPartition] | None) -> dict[TopicPartition, list[tuple[Any, int]]]:
+    def _follow_skipped(self, only: set[TopicPartition] | None) -> None:
+        """The fetcher stepped past batches with nothing to hand out (transaction markers, aborted
+        transactions): once everything buffered before them is handed out, the position follows."""
         assert self._fetcher is not None
-        out: dict[TopicPartition, list[tuple[Any, int]]] = {}
+        for tp, end in list(self._fetcher.skipped.items()):
+            if (only is not None and tp not in only) or self._fetcher.buffers.get(tp):
+                continue
+            del self._fetcher.skipped[tp]
+            pos = self._positions.get(tp)
+            if pos is not None and tp in self._assignment and pos < end:
+                self._positions[tp] = end
+
+    def _drain_record_sets(self, only: set[TopicPartition] | None) -> dict[TopicPartition, list[RecordSet]]:
+        assert self._fetcher is not None
+        out: dict[TopicPartition, list[RecordSet]] = {}
         for tp, sets in self._fetcher.drain_record_sets(only).items():
             pos = self._positions.get(tp)
             if pos is None or tp not in self._assignment:
                 continue
-            kept = []
-            for data, offset in sets:
+            kept: list[RecordSet] = []
+            for data, offset, aborted in sets:
                 end = next_offset_after(data)
                 if end > pos:
-                    kept.append((data, max(offset, pos)))
+                    kept.append((data, max(offset, pos), aborted))
                     pos = end
             if kept:
                 self._positions[tp] = pos
                 out[tp] = kept
+        self._follow_skipped(only)
         return out
 
     async def getone(self, *partitions: TopicPartition) -> Record:

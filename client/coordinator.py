@@ -44,13 +44,17 @@ RevokeCallback = Callable[[set[TopicPartition], bool], Awaitable[None]]
 AssignCallback = Callable[[set[TopicPartition], set[TopicPartition]], Awaitable[None]]
 
 
-async def find_coordinator(net: NetworkClient, group_id: str) -> int:
-    """Node id of ``group_id``'s coordinator (registered with the network client)."""
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+async def find_coordinator(net: NetworkClient, group_id: str, key_type: int = GROUP_KEY) -> int:
+    """Node id of ``group_id``'s coordinator (a transactional id's with ``key_type=TRANSACTION_KEY``),
+    registered with the network client."""
 
     def build(version: int) -> dict[str, Any]:
         if version >= 4:
-            return {"key_type": 0, "coordinator_keys": [group_id]}
-        return {"key": group_id, "key_type": 0}
+            return {"key_type": key_type, "coordinator_keys": [group_id]}
+        return {"key": group_id, "key_type": key_type}
 
     _, resp = await net.send_any(ApiKey.FIND_COORDINATOR, build=build)
     if resp.coordinators:

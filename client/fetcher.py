@@ -20,7 +20,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from client.config import ConsumerConfig
 from client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
@@ -28,17 +28,23 @@ from client.net import ZERO_UUID, NetworkClient
 from client.types import Record, TopicPartition
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.records import CorruptRecordError, decode_rows, encode_batch, iter_batch_headers
+from protocol.records import CorruptRecordError, data_batches, decode_rows, encode_batch, iter_batch_headers
 
 log = logging.getLogger(__name__)
+
+#: A fetched record set as the broker sent it: ``(data, min_offset, aborted)`` — records below
+#: ``min_offset`` are to be skipped; ``aborted`` is the Fetch answer's aborted transactions as
+#: ``(producer_id, first_offset)`` for read_committed (None: read_uncommitted)
+RecordSet: TypeAlias = tuple[Any, int, list[tuple[int, int]] | None]
 
 
 class PartitionBuffer:
     __slots__ = ("bytes", "chunks", "records")
 
     def __init__(self) -> None:
-        #: fetched record sets not decoded yet, each with the offset it was fetched from
-        self.chunks: deque[tuple[Any, int]] = deque()
+        #: fetched record sets not decoded yet, each with the offset it was fetched from and its
+        #: aborted transactions (read_committed) or None
+        self.chunks: deque[RecordSet] = deque()
         #: records decoded but not drained yet (a drain limited by ``max_records``)
         self.records: list[Record] = []
         #: bytes of fetched data held (raw record sets, and what decoded leftovers came from)
@@ -58,6 +64,9 @@ class Fetcher:
         self.buffers: dict[TopicPartition, PartitionBuffer] = {}
         self.paused: set[TopicPartition] = set()
         self.high_watermarks: dict[TopicPartition, int] = {}
+        #: where the fetch position went past batches with nothing to hand out (markers, aborted
+        #: transactions) after the last buffered record: the consumer's position follows once drained
+        self.skipped: dict[TopicPartition, int] = {}
         self.data_ready = asyncio.Event()
         self._wake = asyncio.Event()
         self._loops: dict[int, asyncio.Task[None]] = {}
@@ -81,11 +90,13 @@ class Fetcher:
     def set_position(self, tp: TopicPartition, offset: int) -> None:
         self.fetch_positions[tp] = offset
         self.buffers.pop(tp, None)
+        self.skipped.pop(tp, None)
         self.wake()
 
     def remove(self, tp: TopicPartition) -> None:
         self.fetch_positions.pop(tp, None)
         self.buffers.pop(tp, None)
+        self.skipped.pop(tp, None)
         self.paused.discard(tp)
 
     def take_error(self) -> KafkaError | None:
@@ -186,21 +197,28 @@ class Fetcher:
                     continue
                 self.high_watermarks[tp] = p.high_watermark
                 if p.records:
-                    got_data |= self._append(tp, offset, p.records)
+                    aborted = None
+                    if cfg.isolation == 1:
+                        aborted = [(a.producer_id, a.first_offset) for a in p.get("aborted_transactions") or ()]
+                    got_data |= self._append(tp, offset, p.records, aborted)
         if got_data:
             self.data_ready.set()
         return healthy or got_data
 
-    def _append(self, tp: TopicPartition, offset: int, data: Any) -> bool:
-        """Buffer a fetched record set; True when it holds records at or after ``offset``.  The fetch
-        position moves past its last whole batch (control batches included)."""
+    def _append(self, tp: TopicPartition, offset: int, data: Any,
+                aborted: list[tuple[int, int]] | None = None) -> bool:
+        """Buffer a fetched record set (``aborted``: read_committed, aborted transactions are dropped
+        when it is decoded); True when it holds records to hand out at or after ``offset``.  Only the
+        batch headers are read: the fetch position moves past every whole batch, also those with
+        nothing to hand out (markers, aborted transactions), and the consumer's position follows
+        once everything buffered before them is drained (``skipped``)."""
         last = None
         has_data = False
         try:
             for _, header in iter_batch_headers(data):
                 last = header
-                if not header.is_control and header.last_offset >= offset:
-                    has_data = True
+            if last is not None:
+                has_data = any(True for _ in data_batches(data, offset, aborted))
         except CorruptRecordError as exc:
             self._error = KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {exc}")
             self.data_ready.set()
@@ -208,12 +226,14 @@ class Fetcher:
         if last is None or last.next_offset <= offset:
             return False
         self.fetch_positions[tp] = last.next_offset
+        self.skipped[tp] = last.next_offset
         if not has_data:
-            return False  # control batches only: stepped past
+            self.data_ready.set()  # nothing to hand out, but the position moved
+            return False
         buf = self.buffers.get(tp)
         if buf is None:
             buf = self.buffers[tp] = PartitionBuffer()
-        buf.chunks.append((data, offset))
+        buf.chunks.append((data, offset, aborted))
         buf.bytes += len(data)
         return True
 
@@ -249,12 +269,13 @@ class Fetcher:
             recs = buf.records
             buf.records = []
             while buf.chunks and len(recs) < budget:
-                data, offset = buf.chunks.popleft()
+                data, offset, aborted = buf.chunks.popleft()
                 try:
-                    recs += decode_rows(data, Record, tp.topic, tp.partition, min_offset=offset)
+                    recs += decode_rows(data, Record, tp.topic, tp.partition, min_offset=offset, aborted=aborted)
                 except CorruptRecordError as exc:
                     # refetch from the bad record set: the error stays until the data is readable
                     self.fetch_positions[tp] = offset
+                    self.skipped.pop(tp, None)
                     buf.chunks.clear()
                     buf.records = []
                     buf.bytes = 0
@@ -262,27 +283,26 @@ class Fetcher:
                     raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {exc}") from None
             if len(recs) > budget:
                 rest = len(recs) - budget
-                held = sum(len(d) for d, _ in buf.chunks)
+                held = sum(len(c[0]) for c in buf.chunks)
                 buf.bytes = held + (buf.bytes - held) * rest // len(recs)
                 buf.records = recs[budget:]
                 recs = recs[:budget]
             else:
-                buf.bytes = sum(len(d) for d, _ in buf.chunks)
+                buf.bytes = sum(len(c[0]) for c in buf.chunks)
             if recs:
                 out[tp] = recs
                 budget -= len(recs)
         self._drained()
         return out
 
-    def drain_record_sets(self, tps: set[TopicPartition] | None) -> dict[TopicPartition, list[tuple[Any, int]]]:
-        """Take the buffered record sets undecoded, each with the offset it was fetched from (the
-        caller decodes records at or after it).  Records already decoded by a limited ``drain`` come
-        first, re-encoded as one uncompressed batch."""
-        out: dict[TopicPartition, list[tuple[Any, int]]] = {}
+    def drain_record_sets(self, tps: set[TopicPartition] | None) -> dict[TopicPartition, list[RecordSet]]:
+        """Take the buffered record sets undecoded (see :data:`RecordSet`).  Records already decoded
+        by a limited ``drain`` come first, re-encoded as batches."""
+        out: dict[TopicPartition, list[RecordSet]] = {}
         for tp, buf in self._ready(tps):
-            sets: list[tuple[Any, int]] = []
+            sets: list[RecordSet] = []
             if buf.records:
-                sets.append((_rebatch(buf.records), buf.records[0].offset))
+                sets.append((_rebatch(buf.records), buf.records[0].offset, None))
                 buf.records = []
             sets.extend(buf.chunks)
             buf.chunks.clear()

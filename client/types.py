@@ -95,6 +95,19 @@ class GroupListing:
 
 
 @dataclass
+class ConfigEntry:
+    """One entry of a DescribeConfigs answer: the value in force, where it comes from
+    (``source``: Kafka's ConfigSource name, e.g. ``DYNAMIC_TOPIC_CONFIG``), and its synonyms
+    (``(name, value, source)``, highest precedence first)."""
+
+    name: str
+    value: str | None
+    source: str
+    read_only: bool = False
+    synonyms: list[tuple[str, str | None, str]] = field(default_factory=list)
+
+
+@dataclass
 class PartitionOffsetInfo:
     """A group's committed offset for one partition and how far behind the end it is."""
 
@@ -125,3 +138,19 @@ class ConsumerRebalanceListener:
 
 def as_partitions(items: Iterable[TopicPartition | tuple[str, int]]) -> list[TopicPartition]:
     return [TopicPartition(t, p) for t, p in items]
+
+
+class TransactionListing(NamedTuple):
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+class TransactionDescription(NamedTuple):
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_time_ms: int  # -1 when no transaction is open
+    partitions: list[TopicPartition]

@@ -1,4 +1,4 @@
-"""``kbroker``: the admin command line (topics, groups, produce, consume), built on our own client.
+"""``kbroker``: the admin command line (topics, groups, transactions, produce, consume), built on our own client.
 
     kbroker topics list
     kbroker topics create orders --partitions 6 --config retention.ms=86400000
@@ -7,6 +7,12 @@
     kbroker cluster describe
     kbroker groups list
     kbroker groups describe billing
+    kbroker configs describe --topic orders
+    kbroker configs alter --topic orders --set retention.ms=3600000 --delete cleanup.policy
+    kbroker configs alter --broker-defaults --set log.retention.ms=86400000
+    kbroker configs describe --broker 1 --all
+    kbroker transactions list
+    kbroker transactions describe payments-tx
     seq 1 1000 | kbroker produce orders
     kbroker produce orders --file data.txt --key-separator :
     kbroker consume orders --offset beginning --exit --format '%p/%o %k=%s\\n'
@@ -111,6 +117,42 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true")
     g = gsub.add_parser("delete", help="delete an empty group and its committed offsets")
     g.add_argument("group")
+
+    configs = sub.add_parser("configs", help="describe and change topic and broker configs (live, persisted)")
+    fsub = configs.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    for action, text in (("describe", "configs of a topic or broker: the ones set on it, or --all with their "
+                                      "sources"),
+                         ("alter", "set, delete, append to or subtract from configs (IncrementalAlterConfigs)")):
+        f = fsub.add_parser(action, help=text)
+        which = f.add_mutually_exclusive_group(required=True)
+        which.add_argument("--topic", metavar="NAME")
+        which.add_argument("--broker", type=int, metavar="ID", help="one broker's own dynamic configs")
+        which.add_argument("--broker-defaults", action="store_true",
+                           help="the cluster-wide defaults of the dynamic broker configs")
+        if action == "describe":
+            f.add_argument("--all", action="store_true", help="every config with its value and source, "
+                                                              "not only those set on the resource")
+            f.add_argument("--json", action="store_true")
+        else:
+            f.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+            f.add_argument("--delete", action="append", default=[], metavar="KEY",
+                           help="remove the setting (back to the default)")
+            f.add_argument("--append", action="append", default=[], metavar="KEY=VALUE",
+                           help="add to a list config, e.g. cleanup.policy=compact")
+            f.add_argument("--subtract", action="append", default=[], metavar="KEY=VALUE",
+                           help="remove from a list config")
+            f.add_argument("--validate-only", action="store_true", help="check the change, apply nothing")
+
+    transactions = sub.add_parser("transactions", help="list and describe transactional producers' transactions")
+    xsub = transactions.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    x = xsub.add_parser("list", help="transactional ids with producer id and state")
+    x.add_argument("--state", action="append", default=[], metavar="STATE",
+                   help="only these states (repeatable): Empty, Ongoing, PrepareCommit, PrepareAbort, "
+                        "CompleteCommit, CompleteAbort, PrepareEpochFence")
+    x.add_argument("--json", action="store_true")
+    x = xsub.add_parser("describe", help="state, producer, timeout and partitions of transactional ids")
+    x.add_argument("transactional_id", nargs="+")
+    x.add_argument("--json", action="store_true")
 
     pr = sub.add_parser("produce", help="produce one record per input line")
     pr.add_argument("topic")
@@ -311,6 +353,62 @@ async def topics_describe(ctx: Ctx, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- configs ---------------------------------------------------------------------------------------
+
+_SET_HERE = {"topic": ("DYNAMIC_TOPIC_CONFIG",), "broker": ("DYNAMIC_BROKER_CONFIG",),
+             "defaults": ("DYNAMIC_DEFAULT_BROKER_CONFIG",)}
+
+
+def _config_resource(args: argparse.Namespace) -> tuple[str, str, str]:
+    """(resource kind for the client, resource name, label for messages)."""
+    if args.topic is not None:
+        return "topic", args.topic, f"topic {args.topic!r}"
+    if args.broker is not None:
+        return "broker", str(args.broker), f"broker {args.broker}"
+    return "broker", "", "the cluster-wide broker defaults"
+
+
+async def configs_describe(ctx: Ctx, args: argparse.Namespace) -> int:
+    kind, name, label = _config_resource(args)
+    async with _admin(ctx) as admin:
+        try:
+            entries = await admin.describe_config_entries(kind, name)
+        except KafkaError as exc:
+            raise CliError(_explain(exc, f"cannot describe {label}")) from None
+    scope = "defaults" if kind == "broker" and not name else kind
+    shown = entries if args.all else [e for e in entries if e.source in _SET_HERE[scope]]
+    if args.json:
+        print(json.dumps([{"name": e.name, "value": e.value, "source": e.source, "read_only": e.read_only,
+                           "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in e.synonyms]}
+                          for e in shown]))
+        return EXIT_OK
+    what = "Configs" if args.all else "Dynamic configs"
+    print(f"{what} for {label} are:")
+    for e in sorted(shown, key=lambda e: e.name):
+        synonyms = ", ".join(f"{s}:{n}={v}" for n, v, s in e.synonyms)
+        extra = " read-only" if e.read_only and args.all else ""
+        print(f"  {e.name}={'' if e.value is None else e.value} ({e.source}{extra}) synonyms={{{synonyms}}}")
+    return EXIT_OK
+
+
+async def configs_alter(ctx: Ctx, args: argparse.Namespace) -> int:
+    kind, name, label = _config_resource(args)
+    ops: list[tuple[str, str, str | None]] = []
+    for op in ("set", "append", "subtract"):
+        ops += [(op, k, v) for k, v in _parse_kv(getattr(args, op), f"--{op}").items()]
+    ops += [("delete", k, None) for k in args.delete]
+    if not ops:
+        raise UsageError("nothing to change: give --set, --delete, --append or --subtract")
+    async with _admin(ctx) as admin:
+        try:
+            await admin.incremental_alter_configs(kind, name, ops, validate_only=args.validate_only)
+        except KafkaError as exc:
+            raise CliError(_explain(exc, f"cannot alter {label}")) from None
+    verb = "validated" if args.validate_only else "altered"
+    print(f"{verb} {len(ops)} config(s) of {label}", file=sys.stderr)
+    return EXIT_OK
+
+
 # -- cluster ---------------------------------------------------------------------------------------
 
 
@@ -344,6 +442,49 @@ async def cluster_describe(ctx: Ctx, args: argparse.Namespace) -> int:
         for r in rows:
             print(f"\t{r['topic']}-{r['partition']}\tLeader: {r['leader']}\t"
                   f"Replicas: {','.join(map(str, r['replicas']))}\tIsr: {','.join(map(str, r['isr']))}")
+    return EXIT_OK
+
+
+# -- transactions ----------------------------------------------------------------------------------
+
+
+async def transactions_list(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        listed = sorted(await admin.list_transactions(args.state), key=lambda t: t.transactional_id)
+    if args.json:
+        print(json.dumps([{"transactional_id": t.transactional_id, "producer_id": t.producer_id, "state": t.state}
+                          for t in listed]))
+        return EXIT_OK
+    if listed:
+        _table([["TRANSACTIONAL-ID", "PRODUCER-ID", "STATE"]]
+               + [[t.transactional_id, str(t.producer_id), t.state] for t in listed], sys.stdout)
+    return EXIT_OK
+
+
+async def transactions_describe(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        try:
+            found = await admin.describe_transactions(args.transactional_id)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+                raise CliError(f"{exc}: no such transactional id") from None
+            raise
+    now = int(time.time() * 1000)
+    rows = []
+    for tid in args.transactional_id:
+        t = found[tid]
+        rows.append({"transactional_id": tid, "state": t.state, "producer_id": t.producer_id,
+                     "producer_epoch": t.producer_epoch, "timeout_ms": t.timeout_ms,
+                     "start_time_ms": t.start_time_ms,
+                     "duration_ms": now - t.start_time_ms if t.start_time_ms >= 0 else None,
+                     "partitions": [f"{tp.topic}-{tp.partition}" for tp in sorted(t.partitions)]})
+    if args.json:
+        print(json.dumps(rows))
+        return EXIT_OK
+    _table([["TRANSACTIONAL-ID", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS", "DURATION-MS", "PARTITIONS"]]
+           + [[r["transactional_id"], r["state"], str(r["producer_id"]), str(r["producer_epoch"]),
+               str(r["timeout_ms"]), _dash(r["duration_ms"]), ",".join(r["partitions"]) or "-"] for r in rows],
+           sys.stdout)
     return EXIT_OK
 
 
@@ -781,8 +922,12 @@ _COMMANDS = {
     ("groups", "list"): groups_list,
     ("groups", "describe"): groups_describe,
     ("groups", "delete"): groups_delete,
+    ("transactions", "list"): transactions_list,
+    ("transactions", "describe"): transactions_describe,
     ("produce", None): produce,
     ("consume", None): consume,
+    ("configs", "describe"): configs_describe,
+    ("configs", "alter"): configs_alter,
 }
 
 

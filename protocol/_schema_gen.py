@@ -140,8 +140,9 @@ def emit_fields(fields: list[dict], common: dict[str, dict], indent: str) -> lis
     for f in fields:
         ftype = f["type"]
         base = ftype[2:] if ftype.startswith("[]") else ftype
+        # a tagged-only field (no "versions") exists in its tagged versions, as Kafka's generator reads it
         args = [repr(snake(f["name"])), repr(ftype if base in PRIMS else ("[]" if ftype.startswith("[]") else "") + "struct"),
-                vrange(f.get("versions"))]
+                vrange(f.get("versions", f.get("taggedVersions")))]
         kw: list[str] = []
         if f.get("nullableVersions"):
             kw.append(f"nullable={vrange(f['nullableVersions'])}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ErrorCode", "KafkaError"]
+__all__ = ["ErrorCode", "KafkaError", "error_name"]
 
 
 class ErrorCode(IntEnum):
@@ -167,6 +167,14 @@ class ErrorCode(IntEnum):
             return cls(code)
         except ValueError:
             return cls.UNKNOWN_SERVER_ERROR
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of ``code`` for logs (``NOT_LEADER_OR_FOLLOWER``), or the number when unknown."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 _RETRIABLE: frozenset[ErrorCode] = frozenset(

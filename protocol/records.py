@@ -49,6 +49,7 @@ __all__ = [
     "BatchHeader",
     "BytesLike",
     "COMPILED",
+    "ControlMarker",
     "CorruptRecordError",
     "Record",
     "RecordColumns",
@@ -56,12 +57,16 @@ __all__ = [
     "compress",
     "crc_ok",
     "decode_batch",
+    "decode_committed_records",
+    "decode_control_marker",
     "decode_record_set",
     "decode_rows",
+    "data_batches",
     "decode_varint",
     "decode_varlong",
     "decompress",
     "encode_batch",
+    "encode_control_marker",
     "encode_varint",
     "iter_batch_headers",
     "next_offset_after",
@@ -415,8 +420,8 @@ _OUTPUT_FULL = "whole buffer"
 _CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 
-def _gzip_compress(data: BytesLike) -> bytes:
-    c = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, 31)
+def _gzip_compress(data: BytesLike, level: int = _GZIP_LEVEL) -> bytes:
+    c = zlib.compressobj(level, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()
 
 
@@ -432,16 +437,19 @@ def _snappy_compress(data: BytesLike) -> bytes:
     return bytes(out)
 
 
-def compress(codec: int, data: BytesLike) -> bytes:
-    """Compress ``data`` with a Kafka codec, using the framing Kafka's Java client writes."""
+def compress(codec: int, data: BytesLike, level: int | None = None) -> bytes:
+    """Compress ``data`` with a Kafka codec, using the framing Kafka's Java client writes.
+
+    ``level``: the codec's compression level (Kafka's ``compression.<codec>.level``; gzip -1 is
+    zlib's default); None: the codec's default.  Snappy has no levels."""
     if codec == GZIP:
-        return _gzip_compress(data)
+        return _gzip_compress(data, _GZIP_LEVEL if level is None else level)
     if codec == SNAPPY:
         return _snappy_compress(data)
     if codec == LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        return bytes(cramjam.lz4.compress(data) if level is None else cramjam.lz4.compress(data, level=level))
     if codec == ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL))
+        return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
     if codec == NONE:
         return bytes(data)
     raise ValueError(f"unknown compression codec {codec}")
@@ -589,15 +597,22 @@ def encode_batch(
     is_transactional: bool = False,
     partition_leader_epoch: int = -1,
     is_control: bool = False,
+    compression_level: int | None = None,
+    offset_deltas: Sequence[int] | None = None,
+    last_offset_delta: int | None = None,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Build one v2 batch.
 
     ``records`` are ``(key, value, headers, timestamp)`` tuples (the fast path; ``headers`` may be
     ``None`` or a list of ``(str, bytes | None)``, ``timestamp`` ``None`` means "now") or
-    :class:`Record` objects, whose ``offset`` is ignored: offset deltas are always 0..n-1.
-    baseTimestamp is the first record's timestamp and maxTimestamp the largest.  With
-    ``timestamp_type=LOG_APPEND_TIME`` only the attribute bit is set; the broker stamps the time
-    with :func:`stamp_log_append_time`.
+    :class:`Record` objects, whose ``offset`` is ignored: offset deltas are 0..n-1 unless
+    ``offset_deltas`` gives them (a compacted batch keeps its records' offsets, with gaps, and its
+    ``last_offset_delta``).  baseTimestamp is the first record's timestamp — or, with
+    ``delete_horizon_ms``, that horizon (the attribute bit 6 set, as Kafka's cleaner writes it) — and
+    maxTimestamp the largest.  With ``timestamp_type=LOG_APPEND_TIME`` only the attribute bit is set;
+    the broker stamps the time with :func:`stamp_log_append_time`.  ``compression_level``: see
+    :func:`compress`.
     """
     n = len(records)
     if n == 0:
@@ -608,17 +623,23 @@ def encode_batch(
         records = [r.as_tuple() for r in records]  # type: ignore[union-attr]
 
     now_ms = int(time.time() * 1000)
-    base_ts = records[0][3]  # type: ignore[index]
-    if base_ts is None:
-        base_ts = now_ms
+    first_ts = records[0][3]  # type: ignore[index]
+    if first_ts is None:
+        first_ts = now_ms
+    base_ts = first_ts if delete_horizon_ms is None else delete_horizon_ms
     body = bytearray(BATCH_HEADER_SIZE) if compression == NONE else bytearray()
-    max_ts = _encode_records(records, base_ts, now_ms, body)
+    if offset_deltas is None:
+        max_ts = _encode_records(records, base_ts, now_ms, body)
+    else:  # a compacted batch (the cleaner's rare path): the pure-Python loop takes the deltas
+        max_ts = _py_encode_records(records, base_ts, now_ms, body, offset_deltas)
+    if delete_horizon_ms is not None:  # the horizon is the base, not a record's time
+        max_ts = max(now_ms if r[3] is None else r[3] for r in records)  # type: ignore[index]
 
     if compression == NONE:
         out = body
     else:
         out = bytearray(BATCH_HEADER_SIZE)
-        out += compress(compression, body)
+        out += compress(compression, body, compression_level)
 
     attributes = compression
     if timestamp_type:
@@ -627,6 +648,8 @@ def encode_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
     _pack_header(
         out,
         0,
@@ -636,7 +659,7 @@ def encode_batch(
         MAGIC,
         0,
         attributes,
-        n - 1,
+        n - 1 if last_offset_delta is None else last_offset_delta,
         base_ts,
         max_ts,
         producer_id,
@@ -648,9 +671,11 @@ def encode_batch(
     return bytes(out)
 
 
-def _py_encode_records(records: Sequence[RecordTuple], base_timestamp: int, now_ms: int, out: bytearray) -> int:
+def _py_encode_records(records: Sequence[RecordTuple], base_timestamp: int, now_ms: int, out: bytearray,
+                       offset_deltas: Sequence[int] | None = None) -> int:
     """The records section of a batch appended to ``out`` (timestamps None mean ``now_ms``); returns
-    the largest timestamp.  The pure-Python twin of ``protocol._crecords.encode_records``."""
+    the largest timestamp (at least ``base_timestamp``).  The pure-Python twin of
+    ``protocol._crecords.encode_records``; only this one takes ``offset_deltas`` (default 0..n-1)."""
     cache = _VARINT_CACHE
     cache_size = _VARINT_CACHE_SIZE
     slow = _encode_varint_slow
@@ -658,6 +683,8 @@ def _py_encode_records(records: Sequence[RecordTuple], base_timestamp: int, now_
     max_ts = base_ts
     body = out
     for offset_delta, (key, value, headers, ts) in enumerate(records):
+        if offset_deltas is not None:
+            offset_delta = offset_deltas[offset_delta]
         if ts is None:
             ts = now_ms
         if ts > max_ts:
@@ -706,6 +733,21 @@ def _py_encode_records(records: Sequence[RecordTuple], base_timestamp: int, now_
             body += value
         body += hb
     return max_ts
+
+
+def encode_empty_batch(header: BatchHeader) -> bytes:
+    """A batch with the header fields of ``header`` and no records (Kafka's ``writeEmptyHeader``).
+
+    What compaction keeps of an idempotent producer's last batch once all its records are gone:
+    the offsets, producer id, epoch and sequences survive, so the producer's next batch is still in
+    sequence after a restart rebuilds producer state from the log."""
+    out = bytearray(BATCH_HEADER_SIZE)
+    attributes = header.attributes & (TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK | CONTROL_MASK)
+    _pack_header(out, 0, header.base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD, header.partition_leader_epoch,
+                 MAGIC, 0, attributes, header.last_offset_delta, header.max_timestamp, header.max_timestamp,
+                 header.producer_id, header.producer_epoch, header.base_sequence, 0)
+    _UINT32.pack_into(out, _CRC_OFFSET, _crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+    return bytes(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -892,6 +934,64 @@ def decode_record_set(
         yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
 
 
+def decode_committed_records(
+    buf: BytesLike, aborted: Sequence[tuple[int, int]], *,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> Iterator[Record]:
+    """The records a ``read_committed`` consumer sees in a Fetch answer (Kafka's consumer-side filter).
+
+    ``aborted`` is the partition's ``aborted_transactions`` as ``(producer_id, first_offset)``: from a
+    transaction's first offset on, that producer's transactional batches are dropped until its next
+    marker.  Control batches are skipped; a trailing partial batch is ignored.
+    """
+    if type(buf) is not bytes:
+        buf = bytes(buf)
+    for pos, _ in data_batches(buf, 0, aborted):
+        yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Transaction markers (control batches)
+
+ABORT_MARKER = 0
+COMMIT_MARKER = 1
+_MARKER_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+class ControlMarker(NamedTuple):
+    """A transaction marker: COMMIT (``commit``) or ABORT, written by the coordinator of ``coordinator_epoch``."""
+
+    commit: bool
+    coordinator_epoch: int
+
+
+def encode_control_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                          timestamp_ms: int | None = None) -> bytes:
+    """One control batch holding one COMMIT or ABORT marker (Kafka's ``EndTransactionMarker``):
+    key ``int16 version 0, int16 type`` (0 abort, 1 commit), value ``int16 version 0, int32 coordinator epoch``;
+    the batch is transactional and carries the producer's id and epoch, with no sequence."""
+    key = _MARKER_KEY.pack(0, COMMIT_MARKER if commit else ABORT_MARKER)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    return encode_batch([(key, value, None, timestamp_ms)], producer_id=producer_id, producer_epoch=producer_epoch,
+                        base_sequence=-1, is_transactional=True, is_control=True)
+
+
+def decode_control_marker(buf: BytesLike, pos: int = 0) -> ControlMarker:
+    """The marker of the control batch at ``pos`` (CRC checked); raises CorruptRecordError when the batch is
+    not a well-formed COMMIT/ABORT control batch."""
+    header, records = decode_batch(buf, pos)
+    if not header[5] & CONTROL_MASK or len(records) != 1:
+        raise CorruptRecordError(f"batch at offset {header[0]} is not a transaction marker")
+    key, value = records[0].key, records[0].value
+    if key is None or len(key) < _MARKER_KEY.size or value is None or len(value) < _MARKER_VALUE.size:
+        raise CorruptRecordError(f"malformed control record at offset {header[0]}")
+    version, kind = _MARKER_KEY.unpack_from(key, 0)
+    if version < 0 or kind not in (ABORT_MARKER, COMMIT_MARKER):
+        raise CorruptRecordError(f"unknown control record type {kind} (version {version}) at offset {header[0]}")
+    return ControlMarker(kind == COMMIT_MARKER, _MARKER_VALUE.unpack_from(value, 0)[1])
+
+
 # ---------------------------------------------------------------------------------------------
 # Rows and columns: the consumer's and the Spark reader's decoding (compiled when available)
 
@@ -979,23 +1079,40 @@ class _PyColumnBuilder:
                 bytearray(self._types.tobytes()), self._binary(self._keys), self._binary(self._values), self.headers)
 
 
-def _data_batches(buf: BytesLike, min_offset: int) -> Iterator[tuple[int, BatchHeader]]:
-    """The whole data batches of ``buf`` holding offsets >= ``min_offset`` (control batches and a
-    trailing partial batch skipped)."""
+def data_batches(buf: BytesLike, min_offset: int = 0,
+                  aborted: Sequence[tuple[int, int]] | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    """The whole batches of ``buf`` a consumer reads records from, with offsets >= ``min_offset``:
+    control batches and a trailing partial batch skipped, and with ``aborted`` (``read_committed``:
+    the Fetch answer's ``(producer_id, first_offset)`` list) the batches of aborted transactions
+    too — from a transaction's first offset on, that producer's transactional batches until its
+    next marker.  Reads batch headers only."""
+    pending = sorted((first, pid) for pid, first in aborted) if aborted else ()
+    aborting: set[int] = set()
+    i = 0
     for pos, header in iter_batch_headers(buf):
-        if header[5] & CONTROL_MASK or header[0] + header[6] < min_offset:
+        attributes = header[5]
+        if attributes & CONTROL_MASK:
+            aborting.discard(header[9])  # its marker ends the producer's transaction
+            continue
+        last = header[0] + header[6]
+        while i < len(pending) and pending[i][0] <= last:
+            aborting.add(pending[i][1])
+            i += 1
+        if (attributes & TRANSACTIONAL_MASK and aborting and header[9] in aborting) or last < min_offset:
             continue
         yield pos, header
 
 
 def decode_rows(buf: BytesLike, row_type: type, topic: object, partition: object, *, min_offset: int = 0,
+                aborted: Sequence[tuple[int, int]] | None = None,
                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[tuple[object, ...]]:
-    """Every record of the data batches in ``buf`` with offset >= ``min_offset``, as
+    """Every record of the data batches in ``buf`` with offset >= ``min_offset`` (with ``aborted``:
+    those a ``read_committed`` consumer sees, as in :func:`decode_committed_records`), as
     ``row_type(topic, partition, offset, timestamp, timestamp_type, key, value, headers)`` — a tuple
     subclass such as a ``NamedTuple`` with those eight fields, built without a Python call per record
     when the compiled codec is installed."""
     out: list[tuple[object, ...]] = []
-    for pos, header in _data_batches(buf, min_offset):
+    for pos, header in data_batches(buf, min_offset, aborted):
         data, start, end = _batch_body(buf, pos, header, max_decompressed_size)
         lat = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
         _decode_rows(data, start, end, header[12], header[0], header[7], lat, LOG_APPEND_TIME if lat is not None
@@ -1006,8 +1123,9 @@ def decode_rows(buf: BytesLike, row_type: type, topic: object, partition: object
 class RecordColumns:
     """Records decoded straight into column buffers (Arrow's layout) instead of objects.
 
-    ``add(record_set, min_offset, max_offset)`` appends the records of the whole data batches of a
-    fetched record set with ``min_offset <= offset < max_offset``; ``finish()`` returns
+    ``add(record_set, min_offset, max_offset, aborted)`` appends the records of the whole data
+    batches of a fetched record set with ``min_offset <= offset < max_offset`` (with ``aborted``,
+    only committed ones: see :func:`decode_committed_records`); ``finish()`` returns
     ``(length, offsets, timestamps, timestamp_types, key, value, headers)``: native-endian int64,
     int64 and int32 buffers, ``key``/``value`` as ``(validity bitmap or None, int32 offsets, data)``,
     ``headers`` a list of header lists (only with ``headers=True``).
@@ -1022,8 +1140,9 @@ class RecordColumns:
     def length(self) -> int:
         return int(self._builder.length)
 
-    def add(self, buf: BytesLike, min_offset: int = 0, max_offset: int = 1 << 63) -> None:
-        for pos, header in _data_batches(buf, min_offset):
+    def add(self, buf: BytesLike, min_offset: int = 0, max_offset: int = 1 << 63,
+            aborted: Sequence[tuple[int, int]] | None = None) -> None:
+        for pos, header in data_batches(buf, min_offset, aborted):
             if header[0] >= max_offset:
                 break
             data, start, end = _batch_body(buf, pos, header, self._max_decompressed)

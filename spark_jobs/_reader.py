@@ -171,7 +171,8 @@ def read_range(config: dict[str, Any], topic: str, partition: int, start: int, e
                min_chunk: int = 16_384) -> Iterator[list[Record]]:
     """Yield lists of the records of ``topic``/``partition`` with ``start <= offset < end``.
 
-    Offsets missing inside the range (compaction, control batches) are simply absent.  When
+    Offsets missing inside the range (compaction, transaction markers, aborted records with
+    ``kafka.isolation.level=read_committed``) are simply absent.  When
     ``start`` (or the current position) is below the log start offset because records were
     deleted, raise :class:`DataLossError` or, with ``fail_on_data_loss=False``, continue from
     the log start.  When no progress is made for ``poll_timeout_ms`` a ``TimeoutError`` is raised.
@@ -204,6 +205,13 @@ def read_range(config: dict[str, Any], topic: str, partition: int, start: int, e
                 continue
             recs = data.get(tp)
             if not recs:
+                moved = c.position(tp)  # past transaction markers / aborted records: nothing to return
+                if moved > pos:
+                    pos = moved
+                    last_progress = time.monotonic()
+                    if pos >= end:
+                        break
+                    continue
                 if time.monotonic() - last_progress > poll_timeout_ms / 1000:
                     latest = c.end_offsets([tp])[tp]
                     if latest <= pos:

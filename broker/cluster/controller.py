@@ -69,8 +69,12 @@ class PartitionChange:
 
 
 def _unclean_allowed(image: MetadataImage, topic: str, settings: ControllerSettings) -> bool:
+    """The topic's ``unclean.leader.election.enable``, else the cluster-wide dynamic default, else the
+    controller's own setting."""
     t = image.topic(topic)
     value = t.configs.get("unclean.leader.election.enable") if t is not None else None
+    if value is None:
+        value = image.broker_config(None).get("unclean.leader.election.enable")
     if value is None:
         return settings.unclean_leader_election
     return value.strip().lower() == "true"

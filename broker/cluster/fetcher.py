@@ -30,9 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.cluster.channel import connect
 from broker.cluster.records import BrokerRegistration
 from protocol.api import ApiKey
-from protocol.error_codes import ErrorCode
+from protocol.error_codes import ErrorCode, error_name
 from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
@@ -45,13 +46,6 @@ __all__ = ["FetcherSettings", "ReplicaFetcher", "ReplicaFetcherManager"]
 E = ErrorCode
 TopicPartition = tuple[str, int]
 FETCH_VERSION = 17
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return str(code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,21 +103,13 @@ class ReplicaFetcher:
             self._conn = None
 
     async def _connection(self) -> Any:
-        from client.conn import Connection
-
         if self._conn is not None and not self._conn.closed:
             return self._conn
-        reg = self.manager.broker(self.leader_id)
-        if reg is None:
-            raise ConnectionError(f"leader {self.leader_id} is not registered")
-        ep = reg.endpoint(self.manager.settings.listener) or reg.endpoint()
-        if ep is None:
-            raise ConnectionError(f"leader {self.leader_id} has no usable endpoint")
-        conn = Connection(self.leader_id, ep.host, ep.port, client_id=f"broker-{self.manager.local_id}-fetcher",
-                          timers=self.manager.timers, request_timeout_ms=self.manager.settings.socket_timeout_ms)
-        await conn.open()
-        self._conn = conn
-        return conn
+        manager = self.manager
+        self._conn = await connect(self.leader_id, manager.broker(self.leader_id), listener=manager.settings.listener,
+                                   client_id=f"broker-{manager.local_id}-fetcher", timers=manager.timers,
+                                   timeout_ms=manager.settings.socket_timeout_ms)
+        return self._conn
 
     def _ready(self) -> list[Partition]:
         now = time.monotonic()
@@ -154,7 +140,7 @@ class ReplicaFetcher:
                 await asyncio.sleep(settings.backoff_ms / 1000)
                 continue
             if response.error_code:
-                log.info("fetch from broker %d: error %s", self.leader_id, _name(response.error_code))
+                log.info("fetch from broker %d: error %s", self.leader_id, error_name(response.error_code))
                 await asyncio.sleep(settings.backoff_ms / 1000)
                 continue
             self._handle(ready, response, version)
@@ -231,7 +217,7 @@ class ReplicaFetcher:
         else:
             if code not in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH, E.UNKNOWN_LEADER_EPOCH,
                             E.UNKNOWN_TOPIC_OR_PARTITION, E.UNKNOWN_TOPIC_ID):
-                log.info("follower %s-%d: fetch error %s", p.topic, p.partition, _name(code))
+                log.info("follower %s-%d: fetch error %s", p.topic, p.partition, error_name(code))
             self.delayed_until[tp] = time.monotonic() + self.manager.settings.backoff_ms / 1000
 
     def _truncate_diverged(self, p: Partition, epoch: int, end_offset: int) -> None:

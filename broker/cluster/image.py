@@ -23,6 +23,7 @@ from broker.cluster.records import (
     CONTROLLER_EPOCH_KEY,
     CONTROLLER_KEY,
     NO_LEADER,
+    BrokerConfigRecord,
     BrokerRegistration,
     ControllerRecord,
     PartitionRecord,
@@ -98,11 +99,13 @@ class MetadataDelta:
     partitions_changed: set[TopicPartition] = field(default_factory=set)
     controller_changed: bool = False
     cluster_id_changed: bool = False
+    #: dynamic broker config records that changed: broker ids, None for the cluster-wide default
+    broker_configs_changed: set[int | None] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.full or self.brokers_added or self.brokers_removed or self.topics_created
                     or self.topics_deleted or self.topics_changed or self.partitions_changed
-                    or self.controller_changed or self.cluster_id_changed)
+                    or self.controller_changed or self.cluster_id_changed or self.broker_configs_changed)
 
 
 class MetadataImage:
@@ -117,6 +120,8 @@ class MetadataImage:
         self.controller_epoch_revision = 0
         self.topics: dict[str, TopicImage] = {}
         self.topic_ids: dict[uuid.UUID, str] = {}
+        #: dynamic broker configs: broker id (None: the cluster-wide default) -> (record, mod revision)
+        self.broker_configs: dict[int | None, tuple[BrokerConfigRecord, int]] = {}
         self._waiting: dict[str, dict[int, tuple[PartitionRecord, int]]] = {}
 
     # -- queries ---------------------------------------------------------------------
@@ -137,6 +142,16 @@ class MetadataImage:
         for t in self.topics.values():
             yield from t.partitions.values()
 
+    def broker_config(self, broker: int | None) -> dict[str, str]:
+        """The dynamic configs of ``broker`` (None: the cluster-wide default); empty when none are set."""
+        entry = self.broker_configs.get(broker)
+        return dict(entry[0].configs) if entry is not None else {}
+
+    def broker_config_revision(self, broker: int | None) -> int:
+        """The mod revision of that record (0 when absent), for compare-and-set writes."""
+        entry = self.broker_configs.get(broker)
+        return entry[1] if entry is not None else 0
+
     @property
     def controller_id(self) -> int:
         c = self.controller
@@ -155,6 +170,8 @@ class MetadataImage:
         self.topics.clear()
         self.topic_ids.clear()
         self._waiting.clear()
+        old_configs = set(self.broker_configs)
+        self.broker_configs.clear()
         delta = MetadataDelta(full=True)
         for kv in kvs:
             self._put(kv, delta)
@@ -163,6 +180,7 @@ class MetadataImage:
             t = self.topics.get(name)
             if t is None or t.topic_id != topic_id:
                 delta.topics_deleted[name] = topic_id
+        delta.broker_configs_changed |= old_configs | set(self.broker_configs)
         return delta
 
     def apply(self, events: Iterable[WatchEvent]) -> MetadataDelta:
@@ -225,6 +243,9 @@ class MetadataImage:
         elif kind == CLUSTER_ID_KEY:
             self.cluster_id = str(json.loads(kv.value)["id"])
             delta.cluster_id_changed = True
+        elif kind == "broker_configs":
+            self.broker_configs[ident] = (BrokerConfigRecord.decode(kv.value), kv.mod_revision)
+            delta.broker_configs_changed.add(ident)
 
     def _set_partition(self, topic: TopicImage, p: int, record: PartitionRecord, rev: int,
                        delta: MetadataDelta) -> None:
@@ -256,6 +277,8 @@ class MetadataImage:
         elif kind == CONTROLLER_KEY:
             self.controller = None
             delta.controller_changed = True
+        elif kind == "broker_configs" and self.broker_configs.pop(ident, None) is not None:
+            delta.broker_configs_changed.add(ident)
 
     def _drop_topic(self, name: str, delta: MetadataDelta) -> None:
         topic = self.topics.pop(name, None)

@@ -5,7 +5,7 @@ TTL), keeps the :class:`~broker.cluster.image.MetadataImage` current from the
 store's watch and tells subscribers what changed, campaigns for the controller
 role and runs the :class:`~broker.cluster.controller.Controller` while it holds
 it, and offers the few writes other components need (topics, ISR changes,
-producer-id blocks, elections) as compare-and-set transactions.
+producer-id blocks, elections, dynamic broker configs) as compare-and-set transactions.
 
 The store may be unreachable for a while: the broker keeps the image (and the
 leadership) it has, reports it (:attr:`store_connected`, logs), resumes the
@@ -43,10 +43,12 @@ from broker.cluster.records import (
     CONTROLLER_EPOCH_KEY,
     CONTROLLER_KEY,
     PRODUCER_ID_BLOCK_KEY,
+    BrokerConfigRecord,
     BrokerRegistration,
     ControllerRecord,
     PartitionRecord,
     TopicRecord,
+    broker_config_key,
     broker_key,
     partition_key,
     partitions_prefix,
@@ -300,6 +302,15 @@ class MetadataService:
         """Replace a topic record (new partitions, configs) if unchanged since ``expected_revision``."""
         result = await self.kv.txn([mod_is(topic_key(record.name), expected_revision)],
                                    [Put(topic_key(record.name), record.encode())])
+        return result.succeeded
+
+    async def set_broker_configs(self, broker: int | None, configs: dict[str, str],
+                                 expected_revision: int) -> bool:
+        """Replace the dynamic configs of ``broker`` (None: the cluster-wide default) if their record is
+        unchanged since ``expected_revision`` (0: absent); an empty ``configs`` deletes the record."""
+        key = broker_config_key(broker)
+        op = Put(key, BrokerConfigRecord(dict(configs)).encode()) if configs else Delete(key)
+        result = await self.kv.txn([mod_is(key, expected_revision)], [op])
         return result.succeeded
 
     async def alter_partition(self, topic: str, partition: int, expected_revision: int,

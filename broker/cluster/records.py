@@ -9,6 +9,8 @@ Keys (relative to the store's namespace; etcd puts them under ``/kbroker/<cluste
     topics/<name>                 TopicRecord (id, assignment, configs)
     partitions/<name>/<p>         PartitionRecord (leader, epochs, ISR)
     producer_id_block             {"next": N}                         ids below N are handed out
+    broker_configs/default        BrokerConfigRecord                  dynamic broker configs, cluster-wide default
+    broker_configs/<id>           BrokerConfigRecord                  dynamic broker configs of one broker
 
 A topic name cannot contain ``/``, so ``partitions/<name>/`` is an exact prefix.
 In an assignment the first replica of each partition is its preferred leader.
@@ -26,11 +28,13 @@ __all__ = [
     "CONTROLLER_EPOCH_KEY",
     "CONTROLLER_KEY",
     "PRODUCER_ID_BLOCK_KEY",
+    "BrokerConfigRecord",
     "BrokerRegistration",
     "ControllerRecord",
     "Endpoint",
     "PartitionRecord",
     "TopicRecord",
+    "broker_config_key",
     "broker_key",
     "parse_key",
     "partition_key",
@@ -45,6 +49,9 @@ PRODUCER_ID_BLOCK_KEY = "producer_id_block"
 BROKERS = "brokers/"
 TOPICS = "topics/"
 PARTITIONS = "partitions/"
+BROKER_CONFIGS = "broker_configs/"
+#: the name of the cluster-wide default among the dynamic broker config records (Kafka's empty broker name)
+DEFAULT_BROKER_CONFIGS = "default"
 
 NO_LEADER = -1
 
@@ -65,8 +72,19 @@ def partition_key(name: str, partition: int) -> str:
     return f"{PARTITIONS}{name}/{partition}"
 
 
+def broker_config_key(broker: int | None) -> str:
+    """The dynamic config record of ``broker``, or of the cluster-wide default for None."""
+    return f"{BROKER_CONFIGS}{DEFAULT_BROKER_CONFIGS if broker is None else broker}"
+
+
 def parse_key(key: str) -> tuple[str, Any]:
-    """``("broker", id)``, ``("topic", name)``, ``("partition", (name, p))`` or ``(key, None)``."""
+    """``("broker", id)``, ``("topic", name)``, ``("partition", (name, p))``,
+    ``("broker_configs", id or None)`` or ``(key, None)``."""
+    if key.startswith(BROKER_CONFIGS):
+        rest = key[len(BROKER_CONFIGS):]
+        if rest == DEFAULT_BROKER_CONFIGS:
+            return "broker_configs", None
+        return ("broker_configs", int(rest)) if rest.isdigit() else (key, None)
     if key.startswith(BROKERS):
         rest = key[len(BROKERS):]
         return ("broker", int(rest)) if rest.lstrip("-").isdigit() else (key, None)
@@ -188,3 +206,18 @@ class PartitionRecord:
         d = json.loads(data)
         return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(b) for b in d["isr"]),
                    int(d.get("partition_epoch", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfigRecord:
+    """Dynamic broker configs (Kafka names -> values) of one broker or of the cluster-wide default."""
+
+    configs: dict[str, str] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        return _dumps({"version": 1, "configs": self.configs})
+
+    @classmethod
+    def decode(cls, data: bytes) -> BrokerConfigRecord:
+        d = json.loads(data)
+        return cls({str(k): str(v) for k, v in d.get("configs", {}).items()})

@@ -52,11 +52,18 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.coordinator_write import (
+    TOO_LARGE,
+    InFlightWrites,
+    TxnMarker,
+    Write,
+    coordinator_unavailable,
+    write_error,
+)
 from protocol.error_codes import ErrorCode
 
 from .config import GroupConfig
@@ -98,20 +105,6 @@ _SYNC = "sync"
 _RETENTION = "retention"
 
 
-@dataclass(frozen=True, slots=True)
-class Write:
-    """Records for one ``__consumer_offsets`` partition, to be appended as one batch.
-
-    ``records`` are ``(key, value)`` pairs (value ``None`` = tombstone).  The edge reports the
-    outcome with :meth:`GroupCoordinator.write_committed` / :meth:`GroupCoordinator.write_failed`
-    and ``write_id``; the replies that wait on the write are released then.
-    """
-
-    write_id: int
-    partition: int
-    records: list[tuple[bytes, bytes | None]]
-
-
 @dataclass(slots=True)
 class Effects:
     """What the edge must do after a call: send ``replies``, append and complete ``writes``.
@@ -140,37 +133,21 @@ class _PendingWrite:
     __slots__ = ("offset_ops", "on_commit", "on_fail", "write")
 
     def __init__(self, write: Write) -> None:
-        self.write = write
+        self.write = write  # with a producer id: a transactional offset commit (applied by its COMMIT marker)
         self.offset_ops: list[tuple[str, tuple[str, int], OffsetEntry | None]] = []
         self.on_commit: list[Callable[[], None]] = []
         self.on_fail: list[Callable[[ErrorCode], None]] = []
 
 
-def _coordinator_unavailable(append_error: ErrorCode) -> ErrorCode:
-    """The part of Kafka's append-error mappings shared by offset commits and group writes."""
-    if append_error in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS,
-                        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if append_error in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    return append_error
-
-
-_TOO_LARGE = (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE)
-
-
 def commit_error(append_error: ErrorCode) -> ErrorCode:
     """The OffsetCommit error for a failed ``__consumer_offsets`` append (Kafka's ``storeOffsets``)."""
-    if append_error in _TOO_LARGE:
+    if append_error in TOO_LARGE:
         return E.INVALID_COMMIT_OFFSET_SIZE
-    return _coordinator_unavailable(append_error)
+    return coordinator_unavailable(append_error)
 
 
-def group_write_error(append_error: ErrorCode) -> ErrorCode:
-    """The error for any other failed write (Kafka's ``appendGroupMetadataErrorToResponseError``)."""
-    if append_error in _TOO_LARGE:
-        return E.UNKNOWN_SERVER_ERROR
-    return _coordinator_unavailable(append_error)
+#: The error for any other failed group write (Kafka's ``appendGroupMetadataErrorToResponseError``).
+group_write_error = write_error
 
 
 @dataclass(slots=True)
@@ -222,13 +199,15 @@ class GroupCoordinator:
         # writes: the ones the current call is building (one per partition), then the handed-out
         # ones until they commit or fail, in hand-out order per partition
         self._open: dict[int, _PendingWrite] = {}
-        self._inflight: dict[int, _PendingWrite] = {}
-        self._inflight_order: dict[int, deque[int]] = {}
+        self._inflight: InFlightWrites[_PendingWrite] = InFlightWrites()
         self._next_write_id = 1
         # offset changes carried by in-flight writes: group -> topic-partition -> how many
         self._pending_offsets: dict[str, dict[tuple[str, int], int]] = {}
         # groups whose deletion is in flight (Dead for writes, still Empty for reads)
         self._deleting: dict[str, Group] = {}
+        #: transactional offset commits written and waiting for their producer's marker:
+        #: producer id -> group -> topic-partition -> offset (visible once COMMIT is written)
+        self.txn_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetEntry]]] = {}
         self.timers.schedule((_RETENTION,), now_ms + self.config.offsets_retention_check_interval_ms)
 
     # ============================================================================ plumbing
@@ -241,9 +220,7 @@ class GroupCoordinator:
     def _finish(self) -> Effects:
         fx = self._fx
         for pw in self._open.values():
-            write_id = pw.write.write_id
-            self._inflight[write_id] = pw
-            self._inflight_order.setdefault(pw.write.partition, deque()).append(write_id)
+            self._inflight.add(pw.write.partition, pw.write.write_id, pw)
             fx.writes.append(pw.write)
         self._open = {}
         fx.next_deadline_ms = self.timers.next_deadline()
@@ -255,12 +232,17 @@ class GroupCoordinator:
 
     # ============================================================================ writes
 
-    def _write(self, partition: int) -> _PendingWrite:
-        """The write the current call appends to ``partition`` (one batch per partition and call)."""
+    def _write(self, partition: int, producer_id: int = -1, producer_epoch: int = -1,
+               marker: TxnMarker | None = None) -> _PendingWrite:
+        """The write the current call appends to ``partition`` (one batch per partition and call); with a
+        producer id, that producer's transactional batch (or, with ``marker``, its COMMIT/ABORT marker)."""
         pw = self._open.get(partition)
         if pw is None:
-            pw = self._open[partition] = _PendingWrite(Write(self._next_write_id, partition, []))
+            pw = self._open[partition] = _PendingWrite(Write(self._next_write_id, partition, [], producer_id,
+                                                             producer_epoch, marker))
             self._next_write_id += 1
+        elif (pw.write.producer_id, pw.write.marker) != (producer_id, marker):
+            raise ValueError(f"one batch per partition and call: {pw.write} and producer {producer_id}")
         return pw
 
     def _write_offset(self, pw: _PendingWrite, group_id: str, tp: tuple[str, int], entry: OffsetEntry | None) -> None:
@@ -298,22 +280,10 @@ class GroupCoordinator:
             pw.on_commit.append(settle)
             pw.on_fail.append(failed)
 
-    def _take(self, write_id: int) -> _PendingWrite:
-        pw = self._inflight.get(write_id)
-        if pw is None:
-            raise KeyError(f"no write {write_id} in flight")
-        order = self._inflight_order[pw.write.partition]
-        if order[0] != write_id:
-            raise ValueError(f"writes of __consumer_offsets-{pw.write.partition} complete in order: "
-                             f"{order[0]} before {write_id}")
-        order.popleft()
-        if not order:
-            del self._inflight_order[pw.write.partition]
-        del self._inflight[write_id]
-        return pw
-
     def _settle_offsets(self, pw: _PendingWrite, *, apply: bool) -> None:
-        """Forget ``pw``'s offset changes as pending; apply them to the committed offsets if ``apply``."""
+        """Forget ``pw``'s offset changes as pending; apply them to the committed offsets if ``apply``
+        (a transactional commit's to its producer's pending offsets instead)."""
+        producer_id = pw.write.producer_id
         for group_id, tp, entry in pw.offset_ops:
             counts = self._pending_offsets[group_id]
             counts[tp] -= 1
@@ -323,7 +293,9 @@ class GroupCoordinator:
                     del self._pending_offsets[group_id]
             if not apply:
                 continue
-            if entry is None:
+            if producer_id >= 0 and entry is not None:
+                self.txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = entry
+            elif entry is None:
                 offsets = self.offsets.get(group_id)
                 if offsets is not None:
                     offsets.pop(tp, None)
@@ -337,7 +309,7 @@ class GroupCoordinator:
     def write_committed(self, now_ms: int, write_id: int) -> Effects:
         """``write_id`` is durable: apply what it carried and release the replies that waited on it."""
         self._begin(now_ms)
-        pw = self._take(write_id)
+        pw = self._inflight.take(write_id)
         self._settle_offsets(pw, apply=True)
         for callback in pw.on_commit:
             callback()
@@ -347,7 +319,7 @@ class GroupCoordinator:
         """``write_id`` could not be appended (``error_code``: the append's Kafka error): nothing it
         carried is applied, and every reply that waited on it gets the mapped error."""
         self._begin(now_ms)
-        pw = self._take(write_id)
+        pw = self._inflight.take(write_id)
         try:
             error = ErrorCode(error_code) if error_code else E.UNKNOWN_SERVER_ERROR
         except ValueError:
@@ -376,7 +348,7 @@ class GroupCoordinator:
 
     def handle(self, api_key: int, now_ms: int, api_version: int, request: Request, token: Hashable,
                *, client_id: str = "", client_host: str = "") -> Effects:
-        """Dispatch by Kafka API key (8, 9, 11-16, 42, 47)."""
+        """Dispatch by Kafka API key (8, 9, 11-16, 28, 42, 47)."""
         if api_key == 11:
             return self.join_group(now_ms, api_version, request, token,
                                    client_id=client_id, client_host=client_host)
@@ -1022,7 +994,6 @@ class GroupCoordinator:
         instance_id = g("group_instance_id") if v >= 7 else None
         retention = g("retention_time_ms", -1) if v <= 4 else -1
         topics = g("topics") or ()
-        counts = self._partition_count
 
         group = self.groups.get(group_id)
         error: ErrorCode | None
@@ -1035,8 +1006,20 @@ class GroupCoordinator:
             if member is not None:
                 self._reschedule_heartbeat(group, member)
 
-        max_meta = self.config.offset_metadata_max_bytes
         expire = now_ms + retention if retention is not None and retention >= 0 else -1
+        resp: Response = {}
+        if v >= 3:
+            resp["throttle_time_ms"] = 0
+        self._commit_offsets(group_id, topics, error, v >= 6, now_ms, expire, token, resp)
+        return self._finish()
+
+    def _commit_offsets(self, group_id: str, topics: Iterable[Any], error: ErrorCode | None, with_epoch: bool,
+                        now_ms: int, expire: int, token: Hashable, resp: Response, producer_id: int = -1,
+                        producer_epoch: int = -1) -> None:
+        """Write the offsets of an (Txn)OffsetCommit that passed validation (``error`` None) and reply once
+        durable; ``producer_id``: a transactional commit of that producer."""
+        counts = self._partition_count
+        max_meta = self.config.offset_metadata_max_bytes
         pw: _PendingWrite | None = None
         accepted: list[Response] = []
         out_topics = []
@@ -1056,9 +1039,9 @@ class GroupCoordinator:
                         code = E.OFFSET_METADATA_TOO_LARGE
                     else:
                         code = E.NONE
-                        epoch = p.get("committed_leader_epoch", -1) if v >= 6 else -1
+                        epoch = p.get("committed_leader_epoch", -1) if with_epoch else -1
                         if pw is None:
-                            pw = self._write(self._partition(group_id))
+                            pw = self._write(self._partition(group_id), producer_id, producer_epoch)
                         self._write_offset(pw, group_id, (name, index), OffsetEntry(
                             p.get("committed_offset"), epoch, metadata, now_ms, expire))
                 part: Response = {"partition_index": index, "error_code": code}
@@ -1066,9 +1049,7 @@ class GroupCoordinator:
                     accepted.append(part)
                 out_parts.append(part)
             out_topics.append({"name": name, "partitions": out_parts})
-        resp: Response = {"topics": out_topics}
-        if v >= 3:
-            resp["throttle_time_ms"] = 0
+        resp["topics"] = out_topics
 
         def failed(_pw: _PendingWrite, append_error: ErrorCode) -> None:
             code = commit_error(append_error)
@@ -1076,12 +1057,70 @@ class GroupCoordinator:
                 part["error_code"] = code
 
         self._after_writes([pw] if pw is not None else [], token, resp, failed)
+
+    # ============================================================================ transactions
+
+    def txn_offset_commit(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
+        """TxnOffsetCommit v0-5: offsets written as the producer's transactional batch; they become the
+        group's committed offsets when the producer's COMMIT marker reaches this partition
+        (:meth:`complete_transaction`), and are dropped by ABORT."""
+        self._begin(now_ms)
+        g = request.get
+        v = api_version
+        group_id = g("group_id") or ""
+        generation = g("generation_id", -1) if v >= 3 else -1
+        member_id = (g("member_id") or "") if v >= 3 else ""
+        instance_id = g("group_instance_id") if v >= 3 else None
+        group = self.groups.get(group_id)
+        error: ErrorCode | None
+        if group is None:
+            error = None if generation < 0 else E.ILLEGAL_GENERATION
+        else:
+            error = self._validate_offset_commit(group, member_id, instance_id, generation, transactional=True)
+        self._commit_offsets(group_id, g("topics") or (), error, v >= 2, now_ms, -1, token, {"throttle_time_ms": 0},
+                             g("producer_id"), g("producer_epoch"))
         return self._finish()
+
+    def complete_transaction(self, now_ms: int, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                             coordinator_epoch: int, token: Hashable) -> Effects:
+        """WriteTxnMarkers for this offsets partition: write the producer's marker here, then make its
+        pending transactional offsets committed (COMMIT) or drop them (ABORT); reply ``{"error_code"}``."""
+        self._begin(now_ms)
+        pw = self._write(partition, producer_id, producer_epoch, TxnMarker(commit, coordinator_epoch))
+
+        def done() -> None:
+            self._end_transaction(partition, producer_id, commit)
+            self._reply(token, {"error_code": E.NONE})
+
+        pw.on_commit.append(done)
+        pw.on_fail.append(lambda error: self._reply(token, {"error_code": error}))
+        return self._finish()
+
+    def _end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        pending = self.txn_offsets.get(producer_id)
+        if not pending:
+            return
+        for group_id in [g for g in pending if self._partition(g) == partition]:
+            offsets = pending.pop(group_id)
+            if not commit:
+                continue
+            self.offsets.setdefault(group_id, {}).update(offsets)
+            if group_id not in self.groups:
+                self.groups[group_id] = Group(group_id, self._now)  # a "simple" group, as on replay
+        if not pending:
+            del self.txn_offsets[producer_id]
+
+    def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
+        """A transactional commit for ``tp`` is being written or waits for its marker (KIP-447)."""
+        return any(tp in by_group.get(group_id, ()) for by_group in self.txn_offsets.values()) or any(
+            pw.write.producer_id >= 0 and any(op[0] == group_id and op[1] == tp for op in pw.offset_ops)
+            for pw in self._inflight.items())
 
     @staticmethod
     def _validate_offset_commit(group: Group, member_id: str, instance_id: str | None,
-                                generation: int) -> ErrorCode | None:
-        """Kafka's ``ClassicGroup.validateOffsetCommit`` (notes §4.5), non-transactional."""
+                                generation: int, transactional: bool = False) -> ErrorCode | None:
+        """Kafka's ``ClassicGroup.validateOffsetCommit`` (notes §4.5); a transactional commit without
+        member information is accepted whatever the group's state (exactly-once without membership)."""
         if group.state is DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
         if generation < 0 and group.state is EMPTY:
@@ -1097,9 +1136,9 @@ class GroupCoordinator:
                 return E.UNKNOWN_MEMBER_ID
             if generation != group.generation_id:
                 return E.ILLEGAL_GENERATION
-        elif group.state is not EMPTY:
+        elif group.state is not EMPTY and not transactional:
             return E.UNKNOWN_MEMBER_ID
-        if group.state is COMPLETING:
+        if group.state is COMPLETING and not transactional:
             return E.REBALANCE_IN_PROGRESS
         return None
 
@@ -1112,14 +1151,17 @@ class GroupCoordinator:
         v = api_version
         if v >= 8:
             groups = []
+            stable = bool(g("require_stable"))
             for req_group in g("groups") or ():
                 gid = req_group.get("group_id") or ""
-                groups.append({"group_id": gid, "topics": self._fetch_topics(gid, req_group.get("topics"), v),
+                groups.append({"group_id": gid, "topics": self._fetch_topics(gid, req_group.get("topics"), v, stable),
                                "error_code": E.NONE})
             self._reply(token, {"throttle_time_ms": 0, "groups": groups})
         else:
             topics = g("topics")
-            resp: Response = {"topics": self._fetch_topics(g("group_id") or "", topics if v >= 2 else topics or [], v)}
+            stable = v >= 7 and bool(g("require_stable"))
+            resp: Response = {"topics": self._fetch_topics(g("group_id") or "", topics if v >= 2 else topics or [], v,
+                                                           stable)}
             if v >= 2:
                 resp["error_code"] = E.NONE
             if v >= 3:
@@ -1127,7 +1169,8 @@ class GroupCoordinator:
             self._reply(token, resp)
         return self._finish()
 
-    def _fetch_topics(self, group_id: str, topics: Iterable[Any] | None, version: int) -> list[Response]:
+    def _fetch_topics(self, group_id: str, topics: Iterable[Any] | None, version: int,
+                      require_stable: bool = False) -> list[Response]:
         offsets = self.offsets.get(group_id, {})
         with_epoch = version >= 5
         wanted: list[tuple[str, list[int]]]
@@ -1143,10 +1186,15 @@ class GroupCoordinator:
             parts = []
             for index in indexes:
                 entry = offsets.get((name, index))
+                if require_stable and self._unstable(group_id, (name, index)):
+                    entry = None
+                    code: ErrorCode = E.UNSTABLE_OFFSET_COMMIT
+                else:
+                    code = E.NONE
                 part: Response = {"partition_index": index,
                                   "committed_offset": entry.offset if entry else -1,
                                   "metadata": entry.metadata if entry else "",
-                                  "error_code": E.NONE}
+                                  "error_code": code}
                 if with_epoch:
                     part["committed_leader_epoch"] = entry.leader_epoch if entry else -1
                 parts.append(part)
@@ -1388,7 +1436,7 @@ class GroupCoordinator:
 
     # ============================================================================ loading
 
-    def load(self, partition: int, key: bytes, value: bytes | None) -> None:
+    def load(self, partition: int, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
         """Replay one ``__consumer_offsets`` record (in log order) to rebuild groups and offsets.
 
         Call :meth:`complete_load` once the whole log has been replayed.
@@ -1412,10 +1460,17 @@ class GroupCoordinator:
                     del self.offsets[k.group]
             return
         v = decode_offset_commit_value(value)
-        self.offsets.setdefault(k.group, {})[tp] = OffsetEntry(
-            v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], v["expire_timestamp"])
+        entry = OffsetEntry(v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], v["expire_timestamp"])
+        if producer_id >= 0:  # a transactional commit: pending until its producer's marker
+            self.txn_offsets.setdefault(producer_id, {}).setdefault(k.group, {})[tp] = entry
+            return
+        self.offsets.setdefault(k.group, {})[tp] = entry
         if k.group not in self.groups:
             self.groups[k.group] = Group(k.group)  # a "simple" group, as Kafka recreates on replay
+
+    def load_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """Replay a COMMIT/ABORT marker of ``producer_id`` (in log order, between :meth:`load` calls)."""
+        self._end_transaction(partition, producer_id, commit)
 
     def _group_from_record(self, group_id: str, v: dict[str, Any]) -> Group:
         group = Group(group_id, v["current_state_timestamp"])
@@ -1449,6 +1504,7 @@ class GroupCoordinator:
 
 GroupCoordinator._BY_KEY = {
     8: GroupCoordinator.offset_commit,
+    28: GroupCoordinator.txn_offset_commit,
     9: GroupCoordinator.offset_fetch,
     12: GroupCoordinator.heartbeat,
     13: GroupCoordinator.leave_group,

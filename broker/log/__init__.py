@@ -8,8 +8,9 @@ returning epoch milliseconds).  Record batches are opaque bytes: only their
 * ``dir_failure``                    the data directory's offline state after an I/O failure (fsync)
 * ``cleaner.LogCleaner``             compaction on a worker thread, crash-safe segment swaps
 * ``partition_log.PartitionLog``     one partition: append/read/offsets/retention/recovery/flush
-* ``segment.Segment``                one ``.log`` file + sparse ``.index`` / ``.timeindex``
-* ``producer_state``                 idempotent producer dedup / sequencing, snapshots
+* ``segment.Segment``                one ``.log`` file + sparse ``.index`` / ``.timeindex`` + ``.txnindex``
+* ``producer_state``                 idempotent producer dedup / sequencing, open transactions, snapshots
+* ``txn_index``                      the aborted-transaction index of a segment
 * ``config``                         topic configs, defaults, validation
 * ``errors``                         exceptions carrying Kafka error names and codes
 """
@@ -23,6 +24,7 @@ from broker.log.errors import (
     InvalidRecordError,
     InvalidTimestampError,
     InvalidTopicError,
+    InvalidTxnStateError,
     KafkaStorageError,
     LogDirLockedError,
     LogError,
@@ -30,6 +32,7 @@ from broker.log.errors import (
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     TopicAlreadyExistsError,
+    TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
 )
 from broker.log.manager import LogManager, TopicInfo, validate_topic_name
@@ -48,6 +51,7 @@ __all__ = [
     "InvalidRecordError",
     "InvalidTimestampError",
     "InvalidTopicError",
+    "InvalidTxnStateError",
     "KafkaStorageError",
     "LogConfig",
     "LogDirLockedError",
@@ -62,6 +66,7 @@ __all__ = [
     "Segment",
     "TopicAlreadyExistsError",
     "TopicInfo",
+    "TransactionCoordinatorFencedError",
     "UnknownTopicOrPartitionError",
     "validate_topic_configs",
     "validate_topic_name",

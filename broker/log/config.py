@@ -1,14 +1,28 @@
-"""Topic-level log configuration: Kafka's config names, their defaults, validation, parsing.
+"""Topic-level log configuration: every topic config Kafka 4.x defines, its default, type, validation.
 
-``TOPIC_CONFIG_DEFAULTS`` is what DescribeConfigs reports as the default value of
-each topic config we honour; ``validate_topic_configs`` is what CreateTopics /
-AlterConfigs use to reject bad values (``InvalidConfigError`` → INVALID_CONFIG);
+``TOPIC_CONFIGS`` is the catalogue: for each of Kafka's topic config names, its default (the
+wire form), its ConfigType (what DescribeConfigs reports), its parser/validator and the broker
+settings that supply its default when a topic does not override it (Kafka's
+``ServerTopicConfigSynonyms``: ``retention.ms`` ← ``log.retention.ms``, ``max.message.bytes`` ←
+``message.max.bytes``, ...).  ``validate_topic_configs`` is what CreateTopics and the alter-config
+APIs use to reject bad names or values (``InvalidConfigError`` → INVALID_CONFIG);
 ``LogConfig`` is the parsed, typed form the storage layer reads on the hot path.
 
-Every config accepted here is enforced: the storage layer applies the retention, segment,
-flush, index, size, timestamp and cleanup ones; ``min.insync.replicas`` is checked by the produce
-path for ``acks=all`` (against the partition's in-sync replica set) and ``compression.type`` is
-applied on append by :mod:`broker.log.recompress`.  Any other name is refused (INVALID_CONFIG).
+What each config does here:
+
+* enforced by the storage layer: retention, segment size/age/jitter/index size, flush, index
+  interval, ``max.message.bytes``, timestamps, ``file.delete.delay.ms``, and the cleanup ones
+  (``cleanup.policy``, ``min.cleanable.dirty.ratio``, ``min.compaction.lag.ms``,
+  ``max.compaction.lag.ms``, ``delete.retention.ms`` — see :mod:`broker.log.cleaner`);
+* ``min.insync.replicas`` by the produce path, ``unclean.leader.election.enable`` by the controller;
+* ``compression.type`` and the ``compression.*.level`` ones on append (:mod:`broker.log.recompress`);
+* accepted and validated but with nothing to tune in this broker: ``preallocate`` (segment files
+  grow as written), the replication throttle lists (replication is not throttled), and the
+  tiered-storage ones — ``remote.storage.enable=true`` is refused as Kafka refuses it on a broker
+  without tiered storage, so ``local.retention.*`` and ``remote.log.*`` never take effect.
+
+Names Kafka 4.x removed (``message.format.version``, ``message.downconversion.enable``,
+``message.timestamp.difference.max.ms``) and any other unknown name are INVALID_CONFIG.
 
 Deviation from Kafka, deliberately: ``flush.ms`` defaults to 1000 rather than
 Long.MAX_VALUE.  Kafka can leave flushing to the OS because replication covers
@@ -25,50 +39,79 @@ from dataclasses import dataclass
 from broker.log.errors import InvalidConfigError
 
 LONG_MAX = 9223372036854775807
+LONG_MIN = -9223372036854775808
 INT_MAX = 2147483647
+INT_MIN = -2147483648
 
-#: Kafka topic config name -> default value, as strings (the wire form).
-TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
-    "cleanup.policy": "delete",
-    "compression.type": "producer",
-    "delete.retention.ms": "86400000",
-    "file.delete.delay.ms": "60000",
-    "flush.messages": str(LONG_MAX),
-    "flush.ms": "1000",
-    "index.interval.bytes": "4096",
-    "max.message.bytes": "1048588",
-    "message.timestamp.after.max.ms": str(LONG_MAX),
-    "message.timestamp.before.max.ms": str(LONG_MAX),
-    "message.timestamp.type": "CreateTime",
-    "min.insync.replicas": "1",
-    "retention.bytes": "-1",
-    "retention.ms": "604800000",
-    "segment.bytes": "1073741824",
-    "segment.ms": "604800000",
-}
+# Kafka's ConfigDef.Type ids as DescribeConfigs (v3+) reports them.
+BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+# compression levels (Kafka's GzipCompression / Lz4Compression / ZstdCompression bounds)
+GZIP_LEVELS, GZIP_DEFAULT_LEVEL = (1, 9), -1
+LZ4_LEVELS, LZ4_DEFAULT_LEVEL = (1, 17), 9
+ZSTD_LEVELS, ZSTD_DEFAULT_LEVEL = (-131072, 22), 3
+
+Parser = Callable[[str, str], object]
 
 
-def _long(lo: int, hi: int = LONG_MAX) -> Callable[[str, str], int]:
-    def parse(name: str, value: str) -> int:
+def _number(cast: Callable[[str], float], lo: float, hi: float, kind: str) -> Parser:
+    """A number of ConfigDef type ``kind`` (LONG, INT, DOUBLE) within ``[lo, hi]``."""
+    def parse(name: str, value: str) -> float:
         try:
-            v = int(str(value).strip())
+            v = cast(str(value).strip())
         except ValueError:
-            raise InvalidConfigError(f"{name}={value!r} is not an integer") from None
-        if not lo <= v <= hi:
-            raise InvalidConfigError(f"{name}={v} out of range [{lo}, {hi}]")
+            raise InvalidConfigError(f"Invalid value {value} for configuration {name}: Not a number of type "
+                                     f"{kind}") from None
+        if not lo <= v <= hi:  # also refuses nan
+            bound = f"be in [{lo}, {hi}]" if hi < LONG_MAX else f"be at least {lo}"
+            raise InvalidConfigError(f"Invalid value {v} for configuration {name}: Value must {bound}")
         return v
 
     return parse
 
 
-def _enum(*choices: str) -> Callable[[str, str], str]:
+def _long(lo: int = LONG_MIN, hi: int = LONG_MAX) -> Parser:
+    return _number(int, lo, hi, "LONG")
+
+
+def _int(lo: int = INT_MIN, hi: int = INT_MAX) -> Parser:
+    return _number(int, lo, hi, "INT")
+
+
+def _double(lo: float, hi: float) -> Parser:
+    return _number(float, lo, hi, "DOUBLE")
+
+
+def _boolean(name: str, value: str) -> bool:
+    v = str(value).strip().lower()
+    if v not in ("true", "false"):
+        raise InvalidConfigError(f"Invalid value {value} for configuration {name}: Expected value to be either "
+                                 f"true or false")
+    return v == "true"
+
+
+def _enum(*choices: str) -> Parser:
     def parse(name: str, value: str) -> str:
         v = str(value).strip()
         if v not in choices:
-            raise InvalidConfigError(f"{name}={value!r} must be one of {', '.join(choices)}")
+            raise InvalidConfigError(f"Invalid value {value} for configuration {name}: String must be one of: "
+                                     f"{', '.join(choices)}")
+        return v
+
+    return parse
+
+
+def _level(bounds: tuple[int, int], default: int) -> Parser:
+    lo, hi = bounds
+    inner = _int()
+
+    def parse(name: str, value: str) -> int:
+        v = inner(name, value)
+        if v != default and not lo <= v <= hi:
+            raise InvalidConfigError(f"Invalid value {v} for configuration {name}: Value must be between {lo} "
+                                     f"and {hi}" + (f" or equal to {default}" if default < lo else ""))
         return v
 
     return parse
@@ -77,29 +120,116 @@ def _enum(*choices: str) -> Callable[[str, str], str]:
 def _cleanup_policy(name: str, value: str) -> str:
     parts = sorted(p.strip() for p in str(value).split(",") if p.strip())
     if not parts or any(p not in ("delete", "compact") for p in parts) or len(set(parts)) != len(parts):
-        raise InvalidConfigError(f"{name}={value!r} must be delete, compact or compact,delete")
+        raise InvalidConfigError(f"Invalid value {value} for configuration {name}: must be delete, compact or "
+                                 f"compact,delete")
     return ",".join(parts)
 
 
-_PARSERS: dict[str, Callable[[str, str], object]] = {
-    "cleanup.policy": _cleanup_policy,
-    "compression.type": _enum(*COMPRESSION_TYPES),
-    "delete.retention.ms": _long(0),
-    "file.delete.delay.ms": _long(0),
-    "flush.messages": _long(1),
-    "flush.ms": _long(0),
-    "index.interval.bytes": _long(0, INT_MAX),
-    "max.message.bytes": _long(0, INT_MAX),
-    "message.timestamp.after.max.ms": _long(0),
-    "message.timestamp.before.max.ms": _long(0),
-    "message.timestamp.type": _enum(*TIMESTAMP_TYPES),
-    "min.insync.replicas": _long(1, INT_MAX),
-    "retention.bytes": _long(-1),
-    "retention.ms": _long(-1),
+def _throttled_replicas(name: str, value: str) -> str:
+    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker,...``."""
+    v = ",".join(p.strip() for p in str(value).split(",") if p.strip())
+    if v in ("", "*"):
+        return v
+    for item in v.split(","):
+        partition, sep, broker = item.partition(":")
+        if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
+            raise InvalidConfigError(f"Invalid value {value} for configuration {name}: must be the literal '*' "
+                                     f"or a list of replicas in the following format: "
+                                     f"[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    return v
+
+
+def _remote_storage(name: str, value: str) -> bool:
+    enabled = _boolean(name, value)
+    if enabled:
+        raise InvalidConfigError("Tiered Storage functionality is disabled in the broker. Topic cannot be "
+                                 "configured with remote log storage.")
+    return enabled
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigDef:
+    """One topic config: its default (wire form), ConfigType, parser and broker synonyms.
+
+    ``synonyms`` are the broker settings that give the default, highest priority first, each with
+    the factor that turns its unit into this config's (``log.retention.hours`` → ms)."""
+
+    name: str
+    default: str
+    type: int
+    parse: Parser
+    synonyms: tuple[tuple[str, int], ...] = ()
+
+
+def _def(name: str, default: object, ctype: int, parse: Parser, *synonyms: str | tuple[str, int]) -> TopicConfigDef:
+    syn = tuple(s if isinstance(s, tuple) else (s, 1) for s in synonyms)
+    text = str(default).lower() if isinstance(default, bool) else str(default)
+    return TopicConfigDef(name, text, ctype, parse, syn)
+
+
+_HOUR, _MINUTE = 3_600_000, 60_000
+
+#: Every topic config of Kafka 4.x, by name (Kafka's TopicConfig / LogConfig definitions).
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
+    _def("cleanup.policy", "delete", LIST, _cleanup_policy, "log.cleanup.policy"),
+    _def("compression.gzip.level", GZIP_DEFAULT_LEVEL, INT, _level(GZIP_LEVELS, GZIP_DEFAULT_LEVEL),
+         "compression.gzip.level"),
+    _def("compression.lz4.level", LZ4_DEFAULT_LEVEL, INT, _level(LZ4_LEVELS, LZ4_DEFAULT_LEVEL),
+         "compression.lz4.level"),
+    _def("compression.type", "producer", STRING, _enum(*COMPRESSION_TYPES), "compression.type"),
+    _def("compression.zstd.level", ZSTD_DEFAULT_LEVEL, INT, _level(ZSTD_LEVELS, ZSTD_DEFAULT_LEVEL),
+         "compression.zstd.level"),
+    _def("delete.retention.ms", 86_400_000, LONG, _long(0), "log.cleaner.delete.retention.ms"),
+    _def("file.delete.delay.ms", 60_000, LONG, _long(0), "log.segment.delete.delay.ms"),
+    _def("flush.messages", LONG_MAX, LONG, _long(1), "log.flush.interval.messages"),
+    _def("flush.ms", 1000, LONG, _long(0), "log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    _def("follower.replication.throttled.replicas", "", LIST, _throttled_replicas),
+    _def("index.interval.bytes", 4096, INT, _int(0), "log.index.interval.bytes"),
+    _def("leader.replication.throttled.replicas", "", LIST, _throttled_replicas),
+    _def("local.retention.bytes", -2, LONG, _long(-2), "log.local.retention.bytes"),
+    _def("local.retention.ms", -2, LONG, _long(-2), "log.local.retention.ms"),
+    _def("max.compaction.lag.ms", LONG_MAX, LONG, _long(1), "log.cleaner.max.compaction.lag.ms"),
+    _def("max.message.bytes", 1_048_588, INT, _int(0), "message.max.bytes"),
+    _def("message.timestamp.after.max.ms", LONG_MAX, LONG, _long(0), "log.message.timestamp.after.max.ms"),
+    _def("message.timestamp.before.max.ms", LONG_MAX, LONG, _long(0), "log.message.timestamp.before.max.ms"),
+    _def("message.timestamp.type", "CreateTime", STRING, _enum(*TIMESTAMP_TYPES), "log.message.timestamp.type"),
+    _def("min.cleanable.dirty.ratio", 0.5, DOUBLE, _double(0.0, 1.0), "log.cleaner.min.cleanable.ratio"),
+    _def("min.compaction.lag.ms", 0, LONG, _long(0), "log.cleaner.min.compaction.lag.ms"),
+    _def("min.insync.replicas", 1, INT, _int(1), "min.insync.replicas"),
+    _def("preallocate", False, BOOLEAN, _boolean, "log.preallocate"),
+    _def("remote.log.copy.disable", False, BOOLEAN, _boolean),
+    _def("remote.log.delete.on.disable", False, BOOLEAN, _boolean),
+    _def("remote.storage.enable", False, BOOLEAN, _remote_storage),
+    _def("retention.bytes", -1, LONG, _long(), "log.retention.bytes"),
+    _def("retention.ms", 604_800_000, LONG, _long(-1), "log.retention.ms", ("log.retention.minutes", _MINUTE),
+         ("log.retention.hours", _HOUR)),
     # Kafka's floor is 14 bytes (LegacyRecord overhead); small segments make tests cheap.
-    "segment.bytes": _long(14, INT_MAX),
-    "segment.ms": _long(1),
-}
+    _def("segment.bytes", 1_073_741_824, INT, _int(14), "log.segment.bytes"),
+    _def("segment.index.bytes", 10_485_760, INT, _int(4), "log.index.size.max.bytes"),
+    _def("segment.jitter.ms", 0, LONG, _long(0), "log.roll.jitter.ms", ("log.roll.jitter.hours", _HOUR)),
+    _def("segment.ms", 604_800_000, LONG, _long(1), "log.roll.ms", ("log.roll.hours", _HOUR)),
+    _def("unclean.leader.election.enable", False, BOOLEAN, _boolean, "unclean.leader.election.enable"),
+)}
+
+#: Kafka topic config name -> default value, as strings (the wire form).
+TOPIC_CONFIG_DEFAULTS: dict[str, str] = {name: d.default for name, d in TOPIC_CONFIGS.items()}
+
+
+def parse_topic_config(name: str, value: str) -> object:
+    """The typed value of one topic config (InvalidConfigError for an unknown name or a bad value)."""
+    d = TOPIC_CONFIGS.get(name)
+    if d is None:
+        raise InvalidConfigError(f"Unknown topic config name: {name}")
+    return d.parse(name, str(value))
+
+
+def _normalise(name: str, value: object) -> str:
+    parsed = parse_topic_config(name, str(value))
+    if isinstance(parsed, bool):
+        return "true" if parsed else "false"
+    if isinstance(parsed, float):
+        return repr(parsed)
+    return str(parsed)
 
 
 def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
@@ -109,35 +239,43 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     for name, value in configs.items():
-        parser = _PARSERS.get(name)
-        if parser is None:
-            raise InvalidConfigError(f"unknown topic config {name!r}")
+        if name not in TOPIC_CONFIGS:
+            raise InvalidConfigError(f"Unknown topic config name: {name}")
         if value is None:
             continue
-        out[name] = str(parser(name, str(value)))
+        out[name] = _normalise(name, value)
     return out
 
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    """Parsed, typed topic config; what ``PartitionLog`` reads."""
+    """Parsed, typed topic config; what ``PartitionLog`` and the cleaner read."""
 
     cleanup_policy: str
     compression_type: str
+    compression_gzip_level: int
+    compression_lz4_level: int
+    compression_zstd_level: int
     delete_retention_ms: int
     file_delete_delay_ms: int
     flush_messages: int
     flush_ms: int
     index_interval_bytes: int
+    max_compaction_lag_ms: int
     max_message_bytes: int
     timestamp_after_max_ms: int
     timestamp_before_max_ms: int
     log_append_time: bool
+    min_cleanable_dirty_ratio: float
+    min_compaction_lag_ms: int
     min_insync_replicas: int
     retention_bytes: int
     retention_ms: int
     segment_bytes: int
+    segment_index_bytes: int
+    segment_jitter_ms: int
     segment_ms: int
+    unclean_leader_election: bool
 
     @property
     def compact(self) -> bool:
@@ -147,32 +285,57 @@ class LogConfig:
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
 
+    @property
+    def max_segment_ms(self) -> int:
+        """How old the active segment may get before it rolls: ``segment.ms``, and for a compacted topic
+        at most ``max.compaction.lag.ms`` (the cleaner never touches the active segment; KIP-354)."""
+        if self.compact:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
     @classmethod
     def from_dict(
         cls, overrides: Mapping[str, str | None] | None = None, defaults: Mapping[str, str] | None = None
     ) -> LogConfig:
-        """Build from topic overrides over ``defaults`` (broker-level, else ``TOPIC_CONFIG_DEFAULTS``)."""
+        """Build from topic overrides over ``defaults`` (broker-level, else ``TOPIC_CONFIG_DEFAULTS``).
+
+        Raises ``InvalidConfigError`` for a bad value or a combination Kafka refuses
+        (``min.compaction.lag.ms`` above ``max.compaction.lag.ms``).
+        """
         merged = dict(TOPIC_CONFIG_DEFAULTS)
         if defaults:
             merged.update(validate_topic_configs(defaults))
         if overrides:
             merged.update(validate_topic_configs(overrides))
-        v = {k: _PARSERS[k](k, s) for k, s in merged.items()}
+        v = {k: TOPIC_CONFIGS[k].parse(k, s) for k, s in merged.items()}
+        if v["min.compaction.lag.ms"] > v["max.compaction.lag.ms"]:  # type: ignore[operator]
+            raise InvalidConfigError(f"conflict topic config setting min.compaction.lag.ms "
+                                     f"({v['min.compaction.lag.ms']}) > max.compaction.lag.ms "
+                                     f"({v['max.compaction.lag.ms']})")
         return cls(
             cleanup_policy=v["cleanup.policy"],  # type: ignore[arg-type]
             compression_type=v["compression.type"],  # type: ignore[arg-type]
+            compression_gzip_level=v["compression.gzip.level"],  # type: ignore[arg-type]
+            compression_lz4_level=v["compression.lz4.level"],  # type: ignore[arg-type]
+            compression_zstd_level=v["compression.zstd.level"],  # type: ignore[arg-type]
             delete_retention_ms=v["delete.retention.ms"],  # type: ignore[arg-type]
             file_delete_delay_ms=v["file.delete.delay.ms"],  # type: ignore[arg-type]
             flush_messages=v["flush.messages"],  # type: ignore[arg-type]
             flush_ms=v["flush.ms"],  # type: ignore[arg-type]
             index_interval_bytes=v["index.interval.bytes"],  # type: ignore[arg-type]
+            max_compaction_lag_ms=v["max.compaction.lag.ms"],  # type: ignore[arg-type]
             max_message_bytes=v["max.message.bytes"],  # type: ignore[arg-type]
             timestamp_after_max_ms=v["message.timestamp.after.max.ms"],  # type: ignore[arg-type]
             timestamp_before_max_ms=v["message.timestamp.before.max.ms"],  # type: ignore[arg-type]
             log_append_time=v["message.timestamp.type"] == "LogAppendTime",
+            min_cleanable_dirty_ratio=v["min.cleanable.dirty.ratio"],  # type: ignore[arg-type]
+            min_compaction_lag_ms=v["min.compaction.lag.ms"],  # type: ignore[arg-type]
             min_insync_replicas=v["min.insync.replicas"],  # type: ignore[arg-type]
             retention_bytes=v["retention.bytes"],  # type: ignore[arg-type]
             retention_ms=v["retention.ms"],  # type: ignore[arg-type]
             segment_bytes=v["segment.bytes"],  # type: ignore[arg-type]
+            segment_index_bytes=v["segment.index.bytes"],  # type: ignore[arg-type]
+            segment_jitter_ms=v["segment.jitter.ms"],  # type: ignore[arg-type]
             segment_ms=v["segment.ms"],  # type: ignore[arg-type]
+            unclean_leader_election=v["unclean.leader.election.enable"],  # type: ignore[arg-type]
         )

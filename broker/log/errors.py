@@ -77,6 +77,20 @@ class InvalidProducerEpochError(LogError):
     error_code = 47
 
 
+class InvalidTxnStateError(LogError):
+    """A transactional write the producer's transaction state does not allow (Kafka's INVALID_TXN_STATE)."""
+
+    error_name = "INVALID_TXN_STATE"
+    error_code = 48
+
+
+class TransactionCoordinatorFencedError(LogError):
+    """A marker from a transaction coordinator older than the one that wrote the producer's last marker."""
+
+    error_name = "TRANSACTION_COORDINATOR_FENCED"
+    error_code = 52
+
+
 class KafkaStorageError(LogError):
     """An I/O failure or an unusable log directory (including one locked by another broker)."""
 

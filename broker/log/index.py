@@ -52,6 +52,14 @@ class _IndexFile:
             return None
         return [e for e in self.entry.iter_unpack(data)]  # type: ignore[misc]
 
+    @property
+    def size_bytes(self) -> int:
+        return self._entry_count() * self.entry.size
+
+    def full(self, max_bytes: int) -> bool:
+        """No room for another entry within ``max_bytes`` (Kafka's ``segment.index.bytes``)."""
+        return (self._entry_count() + 1) * self.entry.size > max_bytes
+
     def flush_pending(self) -> None:
         n = self._entry_count()
         if self._written >= n:

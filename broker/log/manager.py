@@ -25,12 +25,12 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from broker.log._fs import atomic_write, fsync_dir
-from broker.log.cleaner import LogCleaner
+from broker.log.cleaner import CleanerSettings, LogCleaner
 from broker.log.config import TOPIC_CONFIG_DEFAULTS, LogConfig, validate_topic_configs
 from broker.log.dir_failure import LogDirFailure, LogDirFailureChannel
 from broker.log.errors import (
@@ -85,16 +85,19 @@ class LogManager:
 
     def __init__(self, data_dir: str | os.PathLike[str], clock: Clock | None = None,
                  default_configs: Mapping[str, str] | None = None, *,
-                 cleaner_executor: Executor | None = None,
+                 cleaner_executor: Executor | None = None, cleaner_settings: CleanerSettings | None = None,
                  log_class: type[PartitionLog] = PartitionLog) -> None:
         """``cleaner_executor``: where compaction passes run (default: one worker thread);
+        ``cleaner_settings``: the broker-level ``log.cleaner.*`` settings;
         ``log_class``: the partition log type (tests use logs whose high watermark follows the end)."""
         self._log_class = log_class
         self.data_dir = os.fspath(data_dir)
         self.clock: Clock = clock or wall_clock_ms
         self.dir_failure = LogDirFailureChannel(self.data_dir)
-        self.cleaner = LogCleaner(self.clock, executor=cleaner_executor)
+        self.cleaner = LogCleaner(self.clock, settings=cleaner_settings, executor=cleaner_executor,
+                                  on_swapped=self._note_retiring)
         self._dirty_logs: dict[PartitionLog, None] = {}  # insertion-ordered set
+        self._retiring: dict[PartitionLog, None] = {}  # logs holding segments a compaction swap retired
         #: Broker-level defaults (``log.*`` equivalents) layered over TOPIC_CONFIG_DEFAULTS.
         self.default_configs = validate_topic_configs(default_configs or {})
         os.makedirs(self.data_dir, exist_ok=True)
@@ -273,6 +276,16 @@ class LogManager:
             if t == topic:
                 log.config = config
 
+    def set_default_configs(self, default_configs: Mapping[str, str]) -> None:
+        """New broker-level topic defaults (a dynamic broker config changed): every hosted log's
+        config is rebuilt from its topic's overrides over them, in effect from the next operation."""
+        defaults = validate_topic_configs(default_configs)
+        if defaults == self.default_configs:
+            return
+        self.default_configs = defaults
+        for (topic, _), log in self._logs.items():
+            log.config = self.log_config(self._configs.get(topic, {}))
+
     def topic_id_of(self, topic: str, partition: int) -> uuid.UUID | None:
         return self._topic_ids.get((topic, partition))
 
@@ -353,8 +366,29 @@ class LogManager:
                 logger.exception("maintenance of %s failed", log.name)
 
     def apply_cleaned(self) -> int:
-        """Swap in the compaction passes the cleaner finished (call on the owner thread)."""
-        return self.cleaner.apply_completed()
+        """Swap in the compaction passes the cleaner finished (call on the owner thread), and close the
+        files of segments earlier swaps retired once ``file.delete.delay.ms`` has passed."""
+        n = self.cleaner.apply_completed()
+        if self._retiring:
+            now = self.clock()
+            for log in list(self._retiring):
+                if self.is_open(log):
+                    log.close_retired(now)
+                if not self.is_open(log) or not log.retired:
+                    del self._retiring[log]
+        return n
+
+    def _note_retiring(self, log: PartitionLog) -> None:
+        self._retiring[log] = None
+
+    def request_cleaning(self, logs: Iterable[PartitionLog] | None = None) -> None:
+        """Ask the cleaner to look at the compacted logs among ``logs`` (default: all hosted ones);
+        it queues those its policy says are due.  Cheap: no reads."""
+        if self.offline:
+            return
+        for log in self._logs.values() if logs is None else logs:
+            if log.config.compact and self.is_open(log):
+                self.cleaner.request(log)
 
     def flush_all(self) -> None:
         """fsync every log (shutdown); stops at the first failure, which takes the directory offline."""

@@ -3,9 +3,21 @@
 ``PartitionLog`` owns the directory ``<data_dir>/<topic>-<partition>``:
 
 * ``<base:020d>.log/.index/.timeindex`` — the segments (see ``segment``);
-* ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point, high_watermark}``;
+* ``partition.checkpoint`` — JSON ``{log_start_offset, recovery_point, high_watermark, cleaner_offset}``
+  (``cleaner_offset``: where the log cleaner's next pass starts, see ``cleaner``);
 * ``leader-epoch-checkpoint`` — the leader-epoch cache (see ``epoch_cache``);
-* ``<offset:020d>.snapshot`` — producer-id state (see ``producer_state``).
+* ``<offset:020d>.snapshot`` — producer-id state (see ``producer_state``);
+* ``<base:020d>.txnindex`` — aborted transactions per segment (see ``txn_index``).
+
+Transactions: transactional batches open a producer's transaction in the
+partition; a COMMIT/ABORT control batch written by :meth:`PartitionLog.append_marker`
+(or copied by a follower) closes it, and an aborted one is indexed in the segment
+holding its marker.  The *last stable offset* (LSO) is the high watermark, or the
+first offset of the oldest open transaction if that is lower: ``read_committed``
+consumers read below it, with the aborted transactions of that range
+(:meth:`PartitionLog.aborted_transactions`).  Recovery rebuilds the open
+transactions and the index entries of the range it replays from the newest
+producer snapshot, so both survive a kill -9; a truncation replays the same way.
 
 Replication: the *high watermark* (HW) is the offset below which every in-sync
 replica has the data; consumers read only below it.  The partition's leader
@@ -59,6 +71,7 @@ import logging
 import os
 import threading
 import time
+import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -73,12 +86,14 @@ from broker.log.errors import (
     CorruptMessageError,
     InvalidRecordError,
     InvalidTimestampError,
+    InvalidTxnStateError,
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
 )
-from broker.log.producer_state import ProducerStateManager
+from broker.log.producer_state import CompletedTxn, ProducerStateManager, VerificationGuard
 from broker.log.segment import FileSlice, Segment, SegmentRecovery, TornBatch
+from broker.log.txn_index import AbortedTxn
 from protocol.records import (
     BATCH_HEADER_SIZE,
     TIMESTAMP_TYPE_MASK,
@@ -86,6 +101,8 @@ from protocol.records import (
     CorruptRecordError,
     crc_ok,
     decode_batch,
+    decode_control_marker,
+    encode_control_marker,
     parse_batch_header,
     stamp_base_offset,
     stamp_leader_epoch,
@@ -202,7 +219,7 @@ class FlushTicket:
     #: files a successful run writes after its fsyncs (producer snapshot, then checkpoint): (path, bytes)
     writes: list[tuple[str, bytes]] = field(default_factory=list)
     #: the (log start, recovery point, high watermark) the checkpoint in ``writes`` records, if any
-    checkpoint: tuple[int, int, int] | None = None
+    checkpoint: tuple[int, int, int, int] | None = None
     snapshot: bool = False  # whether ``writes`` holds a producer snapshot
     guard: _CheckpointGuard | None = None
     generation: int = 0
@@ -292,9 +309,10 @@ class PartitionLog:
         self._retired: list[tuple[int, Segment]] = []
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
-        self._checkpointed: tuple[int, int, int] | None = None
+        self._checkpointed: tuple[int, int, int, int] | None = None
         self._guard = _CheckpointGuard()
         self._hw = 0
+        self._cleaner_offset = 0
         self._truncations = 0
         self.epoch_cache = LeaderEpochCache(directory)
         self.recovery_report = self._open()
@@ -306,7 +324,7 @@ class PartitionLog:
     # ================================================================== open
     def _open(self) -> RecoveryReport:
         report = RecoveryReport(self.name)
-        log_start, recovery_point, hw = self._read_checkpoint()
+        log_start, recovery_point, hw, self._cleaner_offset = self._read_checkpoint()
         report.interrupted_swaps = recover_interrupted_swaps(self.directory)
         bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
                        if n.endswith(".log") and n[:-4].isdigit())
@@ -358,21 +376,22 @@ class PartitionLog:
             logger.debug("opened log %s: log_start=%d leo=%d", self.name, self._log_start, leo)
         return report
 
-    def _read_checkpoint(self) -> tuple[int, int, int]:
-        """(log start, recovery point, high watermark); HW -1 when the checkpoint predates it."""
+    def _read_checkpoint(self) -> tuple[int, int, int, int]:
+        """(log start, recovery point, high watermark, cleaner offset); HW -1 when the checkpoint predates it."""
         path = os.path.join(self.directory, CHECKPOINT_FILE)
         try:
             with open(path, "rb") as f:
                 doc = json.load(f)
-            return int(doc["log_start_offset"]), int(doc["recovery_point"]), int(doc.get("high_watermark", -1))
+            return (int(doc["log_start_offset"]), int(doc["recovery_point"]), int(doc.get("high_watermark", -1)),
+                    int(doc.get("cleaner_offset", 0)))
         except FileNotFoundError:
-            return 0, 0, 0
+            return 0, 0, 0, 0
         except (OSError, ValueError, KeyError, TypeError):
             logger.warning("%s: unreadable %s, verifying the whole log", self.directory, CHECKPOINT_FILE)
-            return 0, 0, 0
+            return 0, 0, 0, 0
 
     def _write_checkpoint(self) -> None:
-        state = (self._log_start, self._recovery_point, self._hw)
+        state = (self._log_start, self._recovery_point, self._hw, self._cleaner_offset)
         if state == self._checkpointed:
             return
         self._dir_failure.check()  # an offline directory's checkpoint stays as it was
@@ -392,21 +411,54 @@ class PartitionLog:
             self._guard.generation += 1
             yield
 
-    def _checkpoint_file(self, state: tuple[int, int, int]) -> tuple[str, bytes]:
-        doc = {"version": 2, "log_start_offset": state[0], "recovery_point": state[1], "high_watermark": state[2]}
+    def _checkpoint_file(self, state: tuple[int, int, int, int]) -> tuple[str, bytes]:
+        doc = {"version": 2, "log_start_offset": state[0], "recovery_point": state[1], "high_watermark": state[2],
+               "cleaner_offset": state[3]}
         return os.path.join(self.directory, CHECKPOINT_FILE), json.dumps(doc).encode()
 
-    def _rebuild_producer_state(self, report: RecoveryReport) -> None:
+    def _rebuild_producer_state(self, report: RecoveryReport | None = None) -> None:
+        """Producer state (and open transactions) from the newest snapshot at or below the log end,
+        plus the batches after it; the aborted-transaction index entries of that range are rebuilt
+        on the way (they are dropped first, so a replay never indexes a transaction twice)."""
         leo = self.log_end_offset
         snap = self.producer_state.load_latest(leo)
-        report.producer_snapshot = snap
         start = self._log_start if snap is None else max(snap, self._log_start)
+        for seg in self._segments:
+            entries = seg.txn_index.entries
+            if entries and entries[-1].last_offset >= start:
+                seg.txn_index.truncate_to(start)
         n = 0
-        for _seg, _pos, hdr in self._iter_headers_from(start):
-            if hdr.producer_id >= 0 and hdr.last_offset >= start:
+        for seg, pos, hdr in self._iter_headers_from(start):
+            if hdr.producer_id < 0 or hdr.last_offset < start:
+                continue
+            if hdr.is_control:
+                try:
+                    marker = decode_control_marker(os.pread(seg.fd, hdr.size, pos))
+                except CorruptRecordError as exc:
+                    logger.warning("%s: unreadable control batch at offset %d: %s", self.name, hdr.base_offset, exc)
+                    continue
+                self._complete_txn(seg, hdr.producer_id, hdr.producer_epoch, marker.coordinator_epoch,
+                                   not marker.commit, hdr.base_offset, hdr.max_timestamp)
+            else:
                 self.producer_state.update(hdr, hdr.base_offset, hdr.max_timestamp)
-                n += 1
-        report.producer_batches_replayed = n
+            n += 1
+        if report is not None:
+            report.producer_snapshot = snap
+            report.producer_batches_replayed = n
+
+    def _complete_txn(self, seg: Segment, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                      aborted: bool, marker_offset: int, timestamp: int) -> CompletedTxn | None:
+        """A marker at ``marker_offset`` (in ``seg``) closes a transaction; index it if aborted."""
+        done = self.producer_state.complete_txn(producer_id, producer_epoch, coordinator_epoch, aborted,
+                                                marker_offset, timestamp)
+        if done is not None and done.aborted:
+            first_unstable = self.producer_state.first_unstable_offset()
+            lso = marker_offset + 1 if first_unstable is None else min(first_unstable, marker_offset + 1)
+            try:
+                seg.txn_index.append(AbortedTxn(producer_id, done.first_offset, marker_offset, lso))
+            except OSError as exc:
+                raise self._dir_failure.report("transaction index write", seg.txn_index.path, exc) from exc
+        return done
 
     # ============================================================ properties
     @property
@@ -423,12 +475,43 @@ class PartitionLog:
         self._hw = max(self._log_start, min(offset, self.log_end_offset))
 
     @property
+    def last_stable_offset(self) -> int:
+        """What ``read_committed`` consumers may read below: the high watermark, or the first offset of
+        the oldest open transaction if lower (never below the log start)."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        hw = self._hw
+        if first_unstable is None or first_unstable >= hw:
+            return hw
+        return max(first_unstable, self._log_start)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions with records in ``[fetch_offset, upper_bound)`` (a read_committed Fetch)."""
+        out: list[AbortedTxn] = []
+        for seg in self._segments[self._segment_index_for(fetch_offset):]:
+            found, complete = seg.txn_index.collect(fetch_offset, upper_bound)
+            out += found
+            if complete or seg.base_offset >= upper_bound:
+                break
+        return out
+
+    @property
     def log_start_offset(self) -> int:
         return self._log_start
 
     @property
     def recovery_point(self) -> int:
         return self._recovery_point
+
+    @property
+    def cleaner_offset(self) -> int:
+        """Where the next compaction pass starts: the data below was cleaned (kept within the log)."""
+        return max(self._log_start, min(self._cleaner_offset, self.log_end_offset))
+
+    def set_cleaner_offset(self, offset: int) -> None:
+        """A compaction pass cleaned everything below ``offset``; checkpointed with the log's state."""
+        if offset != self._cleaner_offset:
+            self._cleaner_offset = offset
+            self._write_checkpoint()
 
     @property
     def size_bytes(self) -> int:
@@ -448,15 +531,19 @@ class PartitionLog:
         return self._dir_failure
 
     # ================================================================ append
-    def append(self, batch: bytes | bytearray | memoryview) -> AppendResult:
-        """Validate, stamp and write one client (or coordinator) record batch.
+    def append(self, batch: bytes | bytearray | memoryview, *, coordinator: bool = False,
+               verification: VerificationGuard | None = None) -> AppendResult:
+        """Validate, stamp and write one client (or, with ``coordinator``, coordinator) record batch.
 
+        A transactional batch that would open its producer's transaction here needs ``verification``,
+        the guard of a successful check with the transaction coordinator (coordinator writes are
+        checked by their coordinator and carry no sequence numbers).
         Raises ``CorruptMessageError``, ``InvalidRecordError``, ``MessageTooLargeError``,
-        ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``;
-        nothing is written when it raises.  A bytearray or writable memoryview (the batch in
-        the received request) is stamped in place and written from there; anything else is
-        copied first.  ``KafkaStorageError`` when the log directory is offline or goes offline
-        (a failed write, or a failed fsync of a ``flush.messages`` flush).
+        ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``,
+        ``InvalidTxnStateError``; nothing is written when it raises.  A bytearray or writable
+        memoryview (the batch in the received request) is stamped in place and written from there;
+        anything else is copied first.  ``KafkaStorageError`` when the log directory is offline or
+        goes offline (a failed write, or a failed fsync of a ``flush.messages`` flush).
         """
         self._dir_failure.check()
         kind = type(batch)
@@ -489,7 +576,7 @@ class PartitionLog:
                                      f"recordsCount {h.records_count}")
         if h.is_control:
             raise InvalidRecordError("clients may not write control batches")
-        if h.producer_id >= 0 and h.base_sequence < 0:
+        if h.producer_id >= 0 and h.base_sequence < 0 and not coordinator:
             raise InvalidRecordError(f"producer id {h.producer_id} with base sequence {h.base_sequence}")
         now = self.clock()
         if config.log_append_time:
@@ -502,10 +589,14 @@ class PartitionLog:
                                 or now - h.base_timestamp > config.timestamp_before_max_ms):
                 raise InvalidTimestampError(f"timestamp {max_ts} out of range at broker time {now}")
         if h.producer_id >= 0:
-            dup = self.producer_state.check(h)
+            dup = self.producer_state.check(h, sequenced=not coordinator)
             if dup is not None:
                 return AppendResult(dup.base_offset, dup.last_offset,
                                     now if config.log_append_time else -1, self._log_start, True)
+            if h.is_transactional and not coordinator and not self.producer_state.verified(h, verification):
+                raise InvalidTxnStateError(f"producer {h.producer_id}: {self.name} is not part of its transaction")
+        elif h.is_transactional:
+            raise InvalidRecordError("a transactional batch needs a producer id")
 
         base = self._segments[-1].next_offset
         last = base + h.last_offset_delta
@@ -517,15 +608,33 @@ class PartitionLog:
             self.flush()
         return AppendResult(base, last, now if config.log_append_time else -1, self._log_start)
 
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> AppendResult:
+        """Write a COMMIT or ABORT marker for ``producer_id`` (a leader handling WriteTxnMarkers, or a
+        coordinator ending a transaction in its own partition); closes its transaction here.
+
+        Raises ``InvalidProducerEpochError`` for an epoch older than the producer's and
+        ``TransactionCoordinatorFencedError`` for a coordinator older than the last marker's.
+        """
+        self._dir_failure.check()
+        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        now = self.clock()
+        buf = bytearray(encode_control_marker(producer_id, producer_epoch, commit, coordinator_epoch, now))
+        base = self._segments[-1].next_offset
+        self._write_batch(buf, base, base, now, now, stamp=True)
+        self._complete_txn(self._segments[-1], producer_id, producer_epoch, coordinator_epoch, not commit, base, now)
+        self._unflushed_messages += 1
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return AppendResult(base, base, now if self.config.log_append_time else -1, self._log_start)
+
     def _write_batch(self, buf: bytearray | memoryview, base: int, last: int, max_ts: int, now: int, *,
                      stamp: bool) -> None:
         """Write one batch at the log end (rolling first if due); ``stamp``: a leader's append
         (set the base offset, this leader's epoch and, for LogAppendTime topics, the time)."""
         seg = self._segments[-1]
         try:
-            if seg.size and (seg.size + len(buf) > self.config.segment_bytes
-                             or now - (seg.roll_base_ms if seg.roll_base_ms is not None else now)
-                             >= self.config.segment_ms
+            if seg.size and (seg.size + len(buf) > self.config.segment_bytes or self._roll_due(seg, now, max_ts)
                              or last - seg.base_offset > _INT32_MAX):
                 seg = self.roll()
             if stamp:
@@ -579,7 +688,16 @@ class PartitionLog:
             if h.partition_leader_epoch > self.epoch_cache.latest_epoch:
                 self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
             self._write_batch(view[pos:pos + size], h.base_offset, last, h.max_timestamp, now, stamp=False)
-            if h.producer_id >= 0 and not h.is_control:
+            if h.producer_id >= 0 and h.is_control:
+                try:
+                    marker = decode_control_marker(view[pos:pos + size])
+                except CorruptRecordError as exc:
+                    logger.warning("%s: unreadable control batch from the leader at offset %d: %s", self.name,
+                                   h.base_offset, exc)
+                else:
+                    self._complete_txn(self._segments[-1], h.producer_id, h.producer_epoch,
+                                       marker.coordinator_epoch, not marker.commit, h.base_offset, now)
+            elif h.producer_id >= 0:
                 self.producer_state.update(h, h.base_offset, h.max_timestamp, now)
             self._unflushed_messages += h.records_count
             n += 1
@@ -608,13 +726,11 @@ class PartitionLog:
                 break
         seg.truncate_to(position)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
-        self.producer_state.truncate_above(self.log_end_offset)
-        with self._loop_write():
-            for snap in self.producer_state.snapshot_offsets():
-                if snap > self.log_end_offset:
-                    self.producer_state._remove(snap)
+        with self._loop_write():  # a flush ticket captured before must not write a snapshot above the new end
+            self._rebuild_producer_state()  # drops the snapshots above the new end, replays up to it
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._hw = min(self._hw, self.log_end_offset)
+        self._cleaner_offset = min(self._cleaner_offset, self.log_end_offset)  # what follows is not cleaned
         self._write_checkpoint()
         logger.info("%s: truncated to offset %d", self.name, self.log_end_offset)
 
@@ -628,10 +744,9 @@ class PartitionLog:
         seg = Segment(self.directory, offset, index_interval_bytes=self.config.index_interval_bytes)
         self._segments = [seg]
         self._bases = [offset]
-        self._log_start = self._recovery_point = self._hw = offset
+        self._log_start = self._recovery_point = self._hw = self._cleaner_offset = offset
         self.epoch_cache.clear()
-        self.producer_state.producers = {}
-        self.producer_state.changed = True
+        self.producer_state.clear()
         with self._loop_write():
             for snap in self.producer_state.snapshot_offsets():
                 self.producer_state._remove(snap)
@@ -646,6 +761,22 @@ class PartitionLog:
             self.epoch_cache.truncate_from_start(target)
             self._write_checkpoint()
             self._delete_below_log_start()
+
+    def _roll_due(self, seg: Segment, now: int, incoming_ts: int | None = None) -> bool:
+        """The active segment is old enough to roll (``segment.ms`` less this segment's share of
+        ``segment.jitter.ms``; a compacted topic at most ``max.compaction.lag.ms``) or its indexes are
+        full (``segment.index.bytes``).  On append, age is measured as Kafka does: from the segment's
+        first timestamp to the incoming batch's (``incoming_ts``), so a producer whose timestamps lag the
+        broker's clock does not roll a segment per batch; else by the broker's clock."""
+        cfg = self.config
+        if seg.indexes_full(cfg.segment_index_bytes):
+            return True
+        if seg.roll_base_ms is None:
+            return False
+        jitter = zlib.crc32(f"{self.name}@{seg.base_offset}".encode()) % cfg.segment_jitter_ms \
+            if cfg.segment_jitter_ms > 0 else 0
+        reference = incoming_ts if incoming_ts is not None and incoming_ts >= 0 else now
+        return reference - seg.roll_base_ms >= cfg.max_segment_ms - jitter
 
     def roll(self) -> Segment:
         """Seal the active segment and start a new one at the log end offset."""
@@ -833,7 +964,7 @@ class PartitionLog:
         if cfg.retention_ms >= 0:
             def expired(s: Segment) -> bool:
                 if s.size == 0:
-                    return False
+                    return s is not self._segments[-1]  # emptied by compaction: nothing to keep
                 newest = s.max_timestamp if s.max_timestamp >= 0 else s.roll_base_ms
                 return newest is not None and now - newest > cfg.retention_ms
 
@@ -861,13 +992,18 @@ class PartitionLog:
             return
         now = self.clock() if now_ms is None else now_ms
         seg = self._segments[-1]
-        if seg.size and seg.roll_base_ms is not None and now - seg.roll_base_ms >= self.config.segment_ms:
+        if seg.size and self._roll_due(seg, now):
             self.roll()
         self.apply_retention(now)
         if flush and self.flush_due(now):
             self.flush()
         self.producer_state.expire(now, PRODUCER_ID_EXPIRATION_MS)
         self.close_retired(now)
+
+    @property
+    def retired(self) -> int:
+        """Segments removed from the log whose files are still open (see ``close_retired``)."""
+        return len(self._retired)
 
     def close_retired(self, now_ms: int, force: bool = False) -> None:
         """Drop the segment references of retired segments older than ``file.delete.delay.ms``
@@ -880,14 +1016,19 @@ class PartitionLog:
                 keep.append((t, seg))
         self._retired = keep
 
-    def replace_segments(self, pairs: list[tuple[Segment, Segment]]) -> None:
-        """Use compacted copies (same base offsets, files already in place) instead of sealed
-        segments.  The old ones are retired: their ``.log`` file stays open for in-flight reads,
-        and they must never unlink anything (their names now belong to the new files)."""
-        position = {id(seg): i for i, seg in enumerate(self._segments)}
-        for old, new in pairs:
-            self._segments[position[id(old)]] = new
-            self._retired.append((self.clock(), old))
+    def replace_segments(self, groups: list[tuple[list[Segment], Segment]]) -> None:
+        """Use compacted copies instead of sealed segments: each new segment (files already in place,
+        the base offset of the first) replaces a run of consecutive old ones.  The old ones are
+        retired: their ``.log`` file stays open for in-flight reads, and they must never unlink
+        anything (their names now belong to the new files, or were unlinked by the cleaner)."""
+        now = self.clock()
+        for olds, new in groups:
+            i = next(n for n, seg in enumerate(self._segments) if seg is olds[0])
+            if [id(s) for s in self._segments[i:i + len(olds)]] != [id(s) for s in olds]:
+                raise ValueError(f"{self.name}: replaced segments are not consecutive")
+            self._segments[i:i + len(olds)] = [new]
+            self._bases[i:i + len(olds)] = [new.base_offset]
+            self._retired.extend((now, old) for old in olds)
 
     # ================================================================= flush
     @property
@@ -917,6 +1058,8 @@ class PartitionLog:
                 for fd, path in ((seg.fd, seg.log_path), (seg.offset_index._fd, seg.offset_index.path),
                                  (seg.time_index._fd, seg.time_index.path)):
                     files.append((os.dup(fd), path))
+                if seg.txn_index.exists:
+                    files.append((os.dup(seg.txn_index.fd), seg.txn_index.path))
                 segments.append((seg, seg.size))
         except BaseException:
             FlushTicket(files, -1).close()
@@ -929,7 +1072,7 @@ class PartitionLog:
             ticket.writes.append(self.producer_state.snapshot(offset))
             ticket.snapshot = True
             self.producer_state.changed = False
-        state = (self._log_start, max(offset, self._recovery_point), self._hw)
+        state = (self._log_start, max(offset, self._recovery_point), self._hw, self._cleaner_offset)
         if state != self._checkpointed:
             ticket.writes.append(self._checkpoint_file(state))
             ticket.checkpoint = state

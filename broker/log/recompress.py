@@ -1,7 +1,8 @@
 """A topic's ``compression.type`` applied to produced batches (Kafka's ``LogValidator`` recompression).
 
 ``producer`` (the default) keeps whatever codec the producer chose; ``uncompressed``, ``gzip``,
-``snappy``, ``lz4`` and ``zstd`` are the codec the topic stores.  A batch whose codec differs
+``snappy``, ``lz4`` and ``zstd`` are the codec the topic stores, at the topic's
+``compression.<codec>.level``.  A batch whose codec differs
 from the topic's is decoded and built again with the topic's codec, keeping everything else the
 batch carries: base offset, partition leader epoch, producer id/epoch and base sequence (so
 idempotent deduplication sees the same batch), the transactional and timestamp-type attributes,
@@ -13,6 +14,7 @@ which then validates the rebuilt batch like any other (size, CRC, offsets, times
 
 from __future__ import annotations
 
+from broker.log.config import LogConfig
 from broker.log.errors import CorruptMessageError, InvalidRecordError
 from protocol.records import (
     GZIP,
@@ -26,7 +28,7 @@ from protocol.records import (
     encode_batch,
 )
 
-__all__ = ["TOPIC_CODECS", "recompress", "recompress_for_topic", "target_codec"]
+__all__ = ["TOPIC_CODECS", "compression_level", "recompress", "recompress_for_topic", "target_codec"]
 
 #: ``compression.type`` values that fix the stored codec (``producer`` is absent: keep the batch's).
 TOPIC_CODECS: dict[str, int] = {"uncompressed": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
@@ -37,7 +39,8 @@ def target_codec(compression_type: str) -> int | None:
     return TOPIC_CODECS.get(compression_type)
 
 
-def recompress(batch: bytes | bytearray | memoryview, codec: int, *, max_decompressed_size: int) -> bytes:
+def recompress(batch: bytes | bytearray | memoryview, codec: int, *, max_decompressed_size: int,
+               level: int | None = None) -> bytes:
     """``batch`` (exactly one v2 batch) built again with ``codec``.
 
     Raises :class:`CorruptMessageError` (CORRUPT_MESSAGE) for a bad CRC, undecodable records or a
@@ -59,11 +62,23 @@ def recompress(batch: bytes | bytearray | memoryview, codec: int, *, max_decompr
         base_sequence=header.base_sequence,
         is_transactional=header.is_transactional,
         partition_leader_epoch=header.partition_leader_epoch,
+        compression_level=level,
     )
 
 
+def compression_level(config: LogConfig, codec: int | None) -> int | None:
+    """The topic's ``compression.<codec>.level`` for ``codec`` (None: the codec has no levels)."""
+    if codec == GZIP:
+        return config.compression_gzip_level
+    if codec == LZ4:
+        return config.compression_lz4_level
+    if codec == ZSTD:
+        return config.compression_zstd_level
+    return None
+
+
 def recompress_for_topic(batch: bytes | bytearray | memoryview, header: BatchHeader, compression_type: str, *,
-                         max_decompressed_size: int) -> bytes | bytearray | memoryview:
+                         max_decompressed_size: int, level: int | None = None) -> bytes | bytearray | memoryview:
     """The batch a topic with ``compression.type`` stores for the produced ``batch``.
 
     Unchanged when the topic keeps the producer's codec or the batch already uses the topic's;
@@ -72,7 +87,7 @@ def recompress_for_topic(batch: bytes | bytearray | memoryview, header: BatchHea
     codec = target_codec(compression_type)
     if codec is None or codec == header.compression or header.is_control:
         return batch
-    return recompress(batch, codec, max_decompressed_size=max_decompressed_size)
+    return recompress(batch, codec, max_decompressed_size=max_decompressed_size, level=level)
 
 
 def _check_counts(header: BatchHeader, decoded: int) -> None:

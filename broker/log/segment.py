@@ -1,4 +1,4 @@
-"""One log segment: a ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+"""One log segment: a ``.log`` file of record batches plus its ``.index``, ``.timeindex`` and ``.txnindex``.
 
 A segment owns its three files and its slice of the offset space
 ``[base_offset, next_offset)``.  It never decodes records: it reads batch
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from broker.log.index import OffsetIndex, TimeIndex
+from broker.log.txn_index import TransactionIndex
 from protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
@@ -168,6 +169,8 @@ class Segment:
         self.size = os.fstat(fd).st_size
         self.offset_index = OffsetIndex(index_path, base_offset)
         self.time_index = TimeIndex(time_path, base_offset)
+        #: aborted transactions whose ABORT marker is in this segment (maintained by the PartitionLog)
+        self.txn_index = TransactionIndex(os.path.join(directory, segment_file_name(base_offset, ".txnindex")))
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -201,6 +204,15 @@ class Segment:
         self.next_offset = next_offset
         return pos
 
+    @property
+    def index_bytes(self) -> int:
+        """Bytes of the larger of its two indexes."""
+        return max(self.offset_index.size_bytes, self.time_index.size_bytes)
+
+    def indexes_full(self, max_index_bytes: int) -> bool:
+        """An index has no room for another entry: the segment must roll (``segment.index.bytes``)."""
+        return self.offset_index.full(max_index_bytes) or self.time_index.full(max_index_bytes)
+
     def seal(self) -> None:
         """Record the final max timestamp in the time index and write pending index entries."""
         if self.max_timestamp >= 0:
@@ -220,6 +232,7 @@ class Segment:
             self.dirty = False
         self.offset_index.fsync()
         self.time_index.fsync()
+        self.txn_index.fsync()
 
     def truncate_to(self, position: int) -> None:
         """Drop everything from ``position`` (a batch boundary) on and rescan the new tail."""
@@ -413,6 +426,7 @@ class Segment:
             self.seal()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.close_file()
 
     def delete(self) -> None:
@@ -421,6 +435,7 @@ class Segment:
         responses that retained the file keep reading the unlinked inode until they release it."""
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.delete()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             try:
                 os.unlink(path)

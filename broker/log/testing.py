@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from typing import Any
 
 from broker.log import LogConfig, LogManager, PartitionLog
 from broker.log.partition_log import AppendResult, RecoveryReport
@@ -37,8 +38,14 @@ class SoleReplicaLog(PartitionLog):
         self.high_watermark = self.log_end_offset
         return report
 
-    def append(self, batch: bytes | bytearray | memoryview) -> AppendResult:
-        result = super().append(batch)
+    def append(self, batch: bytes | bytearray | memoryview, **kwargs: Any) -> AppendResult:
+        result = super().append(batch, **kwargs)
+        self.high_watermark = self.log_end_offset
+        return result
+
+    def append_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> AppendResult:
+        result = super().append_marker(producer_id, producer_epoch, commit, coordinator_epoch)
         self.high_watermark = self.log_end_offset
         return result
 

@@ -315,10 +315,10 @@ TransactionLogValue = Message(
     flexible_from=1,
     fields=(
         F('producer_id', 'int64', (0, None)),
-        F('previous_producer_id', 'int64', None, tag=0, tagged=(1, None), default=-1),
-        F('next_producer_id', 'int64', None, tag=1, tagged=(1, None), default=-1),
+        F('previous_producer_id', 'int64', (1, None), tag=0, tagged=(1, None), default=-1),
+        F('next_producer_id', 'int64', (1, None), tag=1, tagged=(1, None), default=-1),
         F('producer_epoch', 'int16', (0, None)),
-        F('next_producer_epoch', 'int16', None, tag=3, tagged=(1, None), default=-1),
+        F('next_producer_epoch', 'int16', (1, None), tag=3, tagged=(1, None), default=-1),
         F('transaction_timeout_ms', 'int32', (0, None)),
         F('transaction_status', 'int8', (0, None)),
         F('transaction_partitions', '[]struct', (0, None), nullable=(0, None), fields=(
@@ -327,6 +327,6 @@ TransactionLogValue = Message(
         )),
         F('transaction_last_update_timestamp_ms', 'int64', (0, None)),
         F('transaction_start_timestamp_ms', 'int64', (0, None)),
-        F('client_transaction_version', 'int16', None, tag=2, tagged=(1, None), default=0),
+        F('client_transaction_version', 'int16', (1, None), tag=2, tagged=(1, None), default=0),
     ),
 )

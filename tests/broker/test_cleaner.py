@@ -81,26 +81,25 @@ def batches(log: PartitionLog) -> list[tuple[BatchHeader, bytes]]:
 
 
 def expected_after_cleaning(before: list[tuple[BatchHeader, bytes]], sealed_end: int,
-                            now_ms: int) -> list[bytes]:
-    """The compaction rule written out record by record, independently of the cleaner."""
+                            now_ms: int) -> list[tuple[int, bytes | None, bytes | None]]:
+    """Kafka's compaction rule written out record by record, independently of the cleaner: the
+    (offset, key, value) of every record a first pass over the sealed data keeps."""
     latest: dict[bytes, int] = {}
     for hdr, data in before:
         if not hdr.is_control and hdr.base_offset < sealed_end:  # a pass reads sealed segments only
             for r in decode_batch(data)[1]:
                 if r.key is not None:
                     latest[r.key] = r.offset
-    horizon = now_ms - int(CONFIGS["delete.retention.ms"])
     out = []
     for hdr, data in before:
-        if hdr.base_offset >= sealed_end or hdr.producer_id >= 0 or hdr.is_control:
-            out.append(data)
-            continue
-        records = decode_batch(data)[1]
-        live = [r for r in records
-                if r.key is None or (latest[r.key] == r.offset and not (r.value is None and hdr.max_timestamp < horizon))]
-        if live:
-            out.append(data)
+        for r in decode_batch(data)[1]:
+            if hdr.base_offset >= sealed_end or (r.key is not None and latest[r.key] == r.offset):
+                out.append((r.offset, r.key, r.value))  # a first pass stamps tombstones, drops none
     return out
+
+
+def records(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [(r.offset, r.key, r.value) for _, data in batches(log) for r in decode_batch(data)[1]]
 
 
 def compacted_manager(tmp_path: Path, clock: FakeClock, executor: Any = None) -> tuple[LogManager, PartitionLog]:
@@ -142,8 +141,13 @@ def test_cleaning_keeps_the_latest_record_per_key_byte_for_byte(tmp_path):
         assert lm.cleaner.wait_idle(30)
         assert lm.apply_cleaned() == 1
         after = [data for _, data in batches(log)]
-        assert after == expected_after_cleaning(before, sealed_end, clock())
+        assert records(log) == expected_after_cleaning(before, sealed_end, clock())
         assert len(after) < len(before)
+        # batches that lost nothing and hold no tombstone are kept byte for byte
+        originals = {data for _, data in before}
+        untouched = [data for hdr, data in batches(log) if data in originals]
+        assert untouched and all(hdr.base_offset >= sealed_end or all(r.value is not None for r in
+                                 decode_batch(data)[1]) for hdr, data in batches(log) if data in originals)
         assert log.log_end_offset == leo
         assert [s.base_offset for s in log.segments] == sorted({s.base_offset for s in log.segments})
         assert leftovers(log.directory) == []
@@ -298,49 +302,61 @@ def _segment_bytes(log: PartitionLog) -> dict[int, bytes]:
     return {seg.base_offset: os.pread(seg.fd, seg.size, 0) for seg in log.segments}
 
 
-def _cleaned_reference(tmp_path: Path) -> tuple[dict[int, bytes], dict[int, bytes], int]:
-    """(segment bytes before, after a complete pass, number of file moves the swap makes)."""
+def _cleaned_reference(tmp_path: Path) -> tuple[dict[int, bytes], dict[int, bytes], int, int]:
+    """(segment bytes before, after a complete pass, number of file moves the swap makes, the base
+    offset of the first cleaned segment)."""
     clock = FakeClock(T0)
     lm, log = compacted_manager(tmp_path, clock)
     with lm:
         old = _segment_bytes(log)
         lm.maintenance()
         assert lm.cleaner.wait_idle(30)
-        moves = 2 * 3 * len(lm.cleaner._done[0].cleaned)
+        cleaned = lm.cleaner._done[0].cleaned
+        moves = 2 * len(cleaner._FILE_SUFFIXES) * len(cleaned)
         lm.apply_cleaned()
-        return old, _segment_bytes(log), moves
+        return old, _segment_bytes(log), moves, cleaned[0][1].base_offset
 
 
-def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path, monkeypatch):
-    old, new, moves = _cleaned_reference(tmp_path / "reference")
-    assert moves >= 6
+def _crash_in_swap(root: Path, make: Callable[..., tuple[LogManager, PartitionLog]], crash_at: int, moves: int,
+                   monkeypatch: pytest.MonkeyPatch) -> int:
+    """Run a pass whose swap crashes after ``crash_at`` file moves (none when ``crash_at == moves``),
+    then drop the manager as a killed process would; returns the log end offset before."""
+    clock = FakeClock(T0)
+    executor = ManualExecutor()
+    lm, log = make(root, clock, executor)
+    leo = log.log_end_offset
+    lm.maintenance()
+    job = lm.cleaner.current
+    executor.run_in_thread()
     real_move = cleaner._move
-    for crash_at in range(moves + 1):
-        root = tmp_path / f"crash-{crash_at}"
-        clock = FakeClock(T0)
-        executor = ManualExecutor()
-        lm, log = compacted_manager(root, clock, executor)
-        leo = log.log_end_offset
-        lm.maintenance()
-        job = lm.cleaner.current
-        executor.run_in_thread()
-        count = [0]
+    count = [0]
 
-        def move(*args: Any, _at: int = crash_at, _count: list[int] = count) -> None:
-            if _count[0] == _at:
-                raise Crash
-            _count[0] += 1
-            real_move(*args)
+    def move(*args: Any) -> None:
+        if count[0] == crash_at:
+            raise Crash
+        count[0] += 1
+        real_move(*args)
 
-        monkeypatch.setattr(cleaner, "_move", move)
+    monkeypatch.setattr(cleaner, "_move", move)
+    try:
         if crash_at < moves:
             with pytest.raises(Crash):
                 lm.apply_cleaned()
         else:
             lm.apply_cleaned()  # the crash comes after the swap
+    finally:
         monkeypatch.setattr(cleaner, "_move", real_move)
-        crash(lm, *[seg for _, seg in job.cleaned])
+    crash(lm, *[seg for _, seg in job.cleaned])
+    return leo
 
+
+def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path, monkeypatch):
+    old, new, moves, first = _cleaned_reference(tmp_path / "reference")
+    assert moves >= 6
+    for crash_at in range(moves + 1):
+        root = tmp_path / f"crash-{crash_at}"
+        leo = _crash_in_swap(root, compacted_manager, crash_at, moves, monkeypatch)
+        clock = FakeClock(T0)
         with open_manager(root, clock) as lm2:
             log2 = lm2.get_log(TOPIC, 0)
             assert leftovers(log2.directory) == [], crash_at
@@ -349,8 +365,7 @@ def test_a_crash_at_any_point_of_the_swap_recovers_to_a_consistent_log(tmp_path,
             assert sorted(got) == sorted(old)
             for base, data in got.items():
                 assert data in (old[base], new[base]), (crash_at, base)
-            if crash_at >= 3:  # the first cleaned segment's .log.swap was in place: committed
-                first = job.cleaned[0][1].base_offset
+            if crash_at >= len(cleaner._FILE_SUFFIXES):  # the first cleaned segment's .log.swap was in place: committed
                 assert got[first] == new[first]
             if crash_at == moves:
                 assert got == new
@@ -393,3 +408,73 @@ def test_recovery_finishes_a_committed_swap_and_drops_an_uncommitted_one(tmp_pat
         assert got[uncommitted.base_offset] == old[uncommitted.base_offset]
         for hdr, data in batches(log2):
             assert log2.read_bytes(hdr.base_offset, 1).startswith(data)
+
+
+# ------------------------------------------------------------------------ merged segments
+def _records_by_offset(log: PartitionLog) -> dict[int, tuple[bytes | None, bytes | None]]:
+    return {r.offset: (r.key, r.value) for _, data in batches(log) for r in decode_batch(data)[1]}
+
+
+def _merging_manager(root: Path, clock: FakeClock, executor: Any = None) -> tuple[LogManager, PartitionLog]:
+    """Many small sealed segments, then a larger segment.bytes: a pass merges them in groups."""
+    lm, log = compacted_manager(root, clock, executor)
+    lm.set_topic_configs(TOPIC, {**CONFIGS, "segment.bytes": "6000"})
+    return lm, log
+
+
+def test_small_segments_are_merged_into_groups_within_segment_bytes(tmp_path):
+    clock = FakeClock(T0)
+    lm, log = _merging_manager(tmp_path, clock)
+    with lm:
+        before = log.segments
+        sealed_end = before[-2].next_offset
+        expected = {o: kv for o, kv in _records_by_offset(log).items()}
+        lm.maintenance()
+        assert lm.cleaner.wait_idle(30)
+        lm.apply_cleaned()
+        after = log.segments
+        assert len(after) < len(before) / 2
+        assert all(s.size <= 6000 for s in after)
+        assert [s.base_offset for s in after] == sorted({s.base_offset for s in after})
+        got = _records_by_offset(log)
+        assert set(got) <= set(expected) and all(expected[o] == kv for o, kv in got.items())
+        assert sorted(n for n in os.listdir(log.directory) if n.endswith(".log")) == \
+            [cleaner.segment_file_name(s.base_offset, ".log") for s in after]
+        latest = {}
+        for o in sorted(expected):
+            if o < sealed_end and expected[o][0] is not None:
+                latest[expected[o][0]] = o
+        assert all(o in got for o in latest.values())  # the latest record of every key survives
+    with open_manager(tmp_path, clock) as lm2:
+        assert _records_by_offset(lm2.get_log(TOPIC, 0)) == got
+
+
+def test_a_crash_at_any_point_of_a_merging_swap_recovers_to_a_consistent_log(tmp_path, monkeypatch):
+    clock = FakeClock(T0)
+    lm, log = _merging_manager(tmp_path / "reference", clock)
+    with lm:
+        old = _records_by_offset(log)
+        lm.maintenance()
+        assert lm.cleaner.wait_idle(30)
+        groups = lm.cleaner._done[0].cleaned
+        assert any(len(group) > 1 for group, _ in groups)
+        moves = 2 * 3 * len(groups)
+        lm.apply_cleaned()
+        new = _records_by_offset(log)
+    for crash_at in range(0, moves + 1, 2):
+        root = tmp_path / f"crash-{crash_at}"
+        leo = _crash_in_swap(root, _merging_manager, crash_at, moves, monkeypatch)
+        with open_manager(root, FakeClock(T0)) as lm2:
+            log2 = lm2.get_log(TOPIC, 0)
+            assert leftovers(log2.directory) == [], crash_at
+            assert log2.log_end_offset == leo
+            got = _records_by_offset(log2)
+            # every record is one the log had, at its offset; everything the pass keeps is there
+            assert set(new) <= set(got) <= set(old), crash_at
+            assert all(old[o] == kv for o, kv in got.items()), crash_at
+            offsets = [h.base_offset for h, _ in batches(log2)]
+            assert offsets == sorted(set(offsets)), crash_at  # no segment overlaps another
+            if crash_at == moves:
+                assert got == new
+            for hdr, data in batches(log2):
+                assert log2.read_bytes(hdr.base_offset, 1).startswith(data), crash_at

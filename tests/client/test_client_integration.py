@@ -278,7 +278,8 @@ async def test_limited_drains_and_undecoded_record_sets_hand_out_each_record_onc
         assert [r.offset for r in first] == list(range(len(first)))
         cols = RecordColumns(headers=True)
         while cols.length < 120 - len(first):
-            for data, min_offset in (await bounded(c.getmany_record_sets(timeout_ms=1000))).get(tp, []):
+            for data, min_offset, aborted in (await bounded(c.getmany_record_sets(timeout_ms=1000))).get(tp, []):
+                assert aborted is None  # read_uncommitted
                 cols.add(data, min_offset)
         _, offsets, _, _, _, (valid, offs, blob), hdrs = cols.finish()
         got = memoryview(offsets).cast("q").tolist()

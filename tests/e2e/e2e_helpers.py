@@ -13,18 +13,14 @@ plain blocking socket, for the hostile-input tests and for precise checks
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import socket
 import string
 import struct
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from broker import harness
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.records import Record, decode_record_set
 
@@ -173,89 +169,11 @@ def sample_records(n: int, seed: int, *, text: bool = False) -> list[tuple[bytes
     return out
 
 
-class BrokerProcess:
-    """``python -m broker`` in a subprocess: start, wait until serving, SIGTERM, SIGKILL, restart."""
+class BrokerProcess(harness.BrokerProcess):
+    """``broker.harness.BrokerProcess`` run from the repository, with a raw protocol client."""
 
     def __init__(self, data_dir: Path, port: int | None = None, extra_args: list[str] | None = None) -> None:
-        self.data_dir = Path(data_dir)
-        self.port = port or free_port()
-        self.host = "127.0.0.1"
-        self.extra_args = list(extra_args or [])
-        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self._log_fh: Any = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def command(self) -> list[str]:
-        return [sys.executable, "-m", "broker", "--host", self.host, "--port", str(self.port),
-                "--data-dir", str(self.data_dir), "--metrics-port", "0",
-                "--set", "group.initial.rebalance.delay.ms=0", *self.extra_args]
-
-    def start(self, timeout: float = 30.0) -> BrokerProcess:
-        assert self.proc is None or self.proc.poll() is not None, "already running"
-        self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        for key in [k for k in env if k.startswith("KBROKER_")]:
-            env.pop(key)
-        self.proc = subprocess.Popen(self.command(), cwd=str(REPO), stdout=self._log_fh,
-                                     stderr=subprocess.STDOUT, env=env)
-        self.wait_ready(timeout)
-        return self
-
-    def wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode} during start:\n{self.log_tail()}")
-            try:
-                with RawClient(self.host, self.port, timeout=2.0) as c:
-                    resp = c.request(ApiKey.API_VERSIONS, 0, {})
-                    if resp.error_code == 0:
-                        return
-            except (OSError, ConnectionError) as exc:
-                last = exc
-            time.sleep(0.05)
-        raise RuntimeError(f"broker not serving on {self.bootstrap_servers} after {timeout}s ({last}):\n"
-                           f"{self.log_tail()}")
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def log_tail(self, lines: int = 60) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
-    def stop(self, timeout: float = 20.0) -> int | None:
-        """SIGTERM and wait; returns the exit code (None if it was not running)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-                raise AssertionError(f"broker ignored SIGTERM for {timeout}s:\n{self.log_tail()}") from None
-        self._close_log()
-        return self.proc.returncode
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-        self._close_log()
-
-    def _close_log(self) -> None:
-        if self._log_fh is not None:
-            self._log_fh.close()
-            self._log_fh = None
+        super().__init__(data_dir, port, extra_args, cwd=REPO)
 
     def raw(self, timeout: float = 15.0) -> RawClient:
         return RawClient(self.host, self.port, timeout)

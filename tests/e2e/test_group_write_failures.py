@@ -155,7 +155,7 @@ def test_storage_error_on_the_offsets_log_answers_not_coordinator_and_changes_no
         plog = broker.call(broker.core.logs.get_log, OFFSETS_TOPIC, coordinator_partition("g", partitions))
         end = broker.call(lambda: plog.log_end_offset)
 
-        def broken(batch: Any) -> Any:
+        def broken(batch: Any, **kwargs: Any) -> Any:
             raise KafkaStorageError("injected: disk gone")
 
         broker.call(setattr, plog, "append", broken)

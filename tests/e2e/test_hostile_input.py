@@ -144,13 +144,21 @@ def test_pipelined_requests_before_a_bad_frame_are_answered(broker, topic) -> No
 # -- versions ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body", [b"", b"\x07whatever-a-v99-body-is\x00\xff\xfe", b"\xff" * 40])
-def test_api_versions_unknown_version_gets_kip511_answer(broker, body) -> None:
-    """ApiVersions v99: body not parsed, answered as v0 with UNSUPPORTED_VERSION and the ApiVersions range.
+HEADER_TAILS = {
+    "v2": _string("future-client") + b"\0",  # client id, tagged fields: how a flexible version is framed
+    "v1": _string("future-client"),  # client id, no tagged fields
+    "v1-null-client": struct.pack(">h", -1),
+    "v0": b"",  # nothing after the correlation id
+}
 
-    The header is v2 (ApiVersions is flexible from v3, so a newer client sends header v2).
-    """
-    header = struct.pack(">hhi", ApiKey.API_VERSIONS, 99, 4242) + _string("future-client") + b"\0"
+
+@pytest.mark.parametrize("header", list(HEADER_TAILS))
+@pytest.mark.parametrize("body", [b"", b"\x07whatever-a-v99-body-is\x00\xff\xfe", b"\xff" * 40])
+def test_api_versions_unknown_version_gets_kip511_answer(broker, body, header) -> None:
+    """ApiVersions v99: body not parsed, answered as v0 with UNSUPPORTED_VERSION and the ApiVersions range,
+    however the client framed the header after the correlation id (KIP-511: the broker cannot know
+    how a version newer than its own frames it)."""
+    header = struct.pack(">hhi", ApiKey.API_VERSIONS, 99, 4242) + HEADER_TAILS[header]
     with broker.raw() as c:
         c.send_raw(_frame(header + body))
         cid, resp = decode_response(ApiKey.API_VERSIONS, 0, read_frame(c.sock))

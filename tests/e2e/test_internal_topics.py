@@ -98,9 +98,17 @@ def test_double_underscore_user_topics_are_ordinary(broker: BrokerThread) -> Non
             "validate_only": False})
         assert resp.results[0].error_code == E.NONE
         assert len(_metadata(client, "__mytopic")["__mytopic"].partitions) == 3
-        text = broker.call(lambda: generate_latest(broker.core.metrics.registry)).decode()
-        assert 'kbroker_log_end_offset{partition="0",topic="__mytopic"} 1.0' in text
-        assert 'kbroker_log_end_offset{partition="2",topic="__mytopic"} 0.0' in text
+        # the new partitions' logs are created when this broker applies the metadata change,
+        # which may trail the CreatePartitions answer by a moment
+        want = ('kbroker_log_end_offset{partition="0",topic="__mytopic"} 1.0',
+                'kbroker_log_end_offset{partition="2",topic="__mytopic"} 0.0')
+        deadline = time.monotonic() + 10
+        while True:
+            text = broker.call(lambda: generate_latest(broker.core.metrics.registry)).decode()
+            if all(w in text for w in want) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert all(w in text for w in want), text
         assert 'topic="__consumer_offsets"' not in text
         resp = client.request(ApiKey.DELETE_TOPICS, 5, {"topic_names": ["__mytopic", "__auto"], "timeout_ms": 1000})
         assert [r.error_code for r in resp.responses] == [E.NONE, E.NONE]
@@ -124,7 +132,14 @@ def test_init_producer_id_always_hands_out_a_fresh_id(broker: BrokerThread, vers
         third = init(first[0], 32767)
         assert second[1] == third[1] == 0
         assert len({first[0], second[0], third[0]}) == 3
-        # transactional requests keep their answer
-        resp = client.request(ApiKey.INIT_PRODUCER_ID, version, {
-            "transactional_id": "tx", "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1})
-        assert resp.error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        # a transactional id goes to its coordinator, which bumps that id's epoch
+        found = client.request(ApiKey.FIND_COORDINATOR, 3, {"key": f"tx-{version}", "key_type": 1})
+        assert found.error_code == E.NONE and found.node_id == 1
+        epochs = []
+        for _ in range(2):
+            resp = client.request(ApiKey.INIT_PRODUCER_ID, version, {
+                "transactional_id": f"tx-{version}", "transaction_timeout_ms": 60000, "producer_id": -1,
+                "producer_epoch": -1})
+            assert resp.error_code == E.NONE and resp.producer_id not in (first[0], second[0], third[0])
+            epochs.append((resp.producer_id, resp.producer_epoch))
+        assert epochs[1] == (epochs[0][0], epochs[0][1] + 1)

@@ -220,3 +220,46 @@ def test_console_script_is_installed(broker):
     proc = subprocess.run([str(script), "-b", broker.bootstrap_servers, "topics", "list", "--internal"],
                           capture_output=True, timeout=60)
     assert proc.returncode == 0 and b"__consumer_offsets" in proc.stdout
+
+
+def test_configs_describe_and_alter(broker):
+    ok(kbroker(broker, "topics", "create", "cli-configs", "--partitions", "1", "--config", "retention.ms=5000"))
+    shown = ok(kbroker(broker, "configs", "describe", "--topic", "cli-configs"))
+    assert shown.splitlines() == [
+        "Dynamic configs for topic 'cli-configs' are:",
+        "  retention.ms=5000 (DYNAMIC_TOPIC_CONFIG) synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000, "
+        "DEFAULT_CONFIG:log.retention.ms=604800000}",
+    ]
+    altered = kbroker(broker, "configs", "alter", "--topic", "cli-configs", "--set", "max.message.bytes=2000",
+                      "--append", "cleanup.policy=compact", "--delete", "retention.ms")
+    ok(altered)
+    assert "altered 3 config(s) of topic 'cli-configs'" in altered.stderr.decode()
+    entries = {e["name"]: e for e in json.loads(ok(kbroker(broker, "configs", "describe", "--topic", "cli-configs",
+                                                              "--all", "--json")))}
+    assert entries["cleanup.policy"]["value"] == "compact,delete"
+    assert entries["max.message.bytes"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert entries["retention.ms"] == {"name": "retention.ms", "value": "604800000", "source": "DEFAULT_CONFIG",
+                                       "read_only": False, "synonyms": [
+                                           {"name": "log.retention.ms", "value": "604800000",
+                                            "source": "DEFAULT_CONFIG"}]}
+
+    bad = kbroker(broker, "configs", "alter", "--topic", "cli-configs", "--set", "retention.hours=1")
+    assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stderr.decode()
+    bad = kbroker(broker, "configs", "alter", "--topic", "cli-configs", "--append", "retention.ms=1")
+    assert bad.returncode == 1 and "append is not allowed" in bad.stderr.decode()
+    assert kbroker(broker, "configs", "alter", "--topic", "cli-configs").returncode == 2
+
+    ok(kbroker(broker, "configs", "alter", "--broker-defaults", "--set", "log.retention.ms=7200000"))
+    defaults = ok(kbroker(broker, "configs", "describe", "--broker-defaults"))
+    assert "  log.retention.ms=7200000 (DYNAMIC_DEFAULT_BROKER_CONFIG)" in defaults
+    node = broker.core.config.node_id
+    assert broker.call(lambda: broker.core.config.log_retention_ms) == 7200000
+    mine = json.loads(ok(kbroker(broker, "configs", "describe", "--broker", str(node), "--all", "--json")))
+    retention = next(e for e in mine if e["name"] == "log.retention.ms")
+    assert (retention["value"], retention["source"], retention["read_only"]) == ("7200000",
+                                                                                "DYNAMIC_DEFAULT_BROKER_CONFIG", False)
+    assert next(e for e in mine if e["name"] == "port")["read_only"] is True
+    bad = kbroker(broker, "configs", "alter", "--broker", str(node), "--set", "port=1")
+    assert bad.returncode == 1 and "Cannot update these configs dynamically: port" in bad.stderr.decode()
+    ok(kbroker(broker, "configs", "alter", "--broker-defaults", "--delete", "log.retention.ms"))
+    assert broker.call(lambda: broker.core.config.log_retention_ms) == 604800000

@@ -63,13 +63,15 @@ def start_broker(data_dir: str) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("broker did not start")
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep a reference until the result is in
+def create_topic(bootstrap: str, topic: str, partitions: int, extra: dict | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(extra or {})})  # keep a reference until the result is in
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
 
 
-def produce(bootstrap: str, topic: str, value_size: int, acks: str, total_bytes: int) -> tuple[float, int]:
-    """Returns (seconds, records) to produce ``total_bytes`` of values and have every one acknowledged."""
+def produce(bootstrap: str, topic: str, value_size: int, acks: str, total_bytes: int,
+            extra: dict | None = None) -> tuple[float, int]:
+    """Returns (seconds, records) to produce ``total_bytes`` of values and have every one acknowledged
+    (``extra``: more client settings, e.g. security)."""
     n = max(1, total_bytes // value_size)
     value = os.urandom(value_size)
     errors = [0]
@@ -80,7 +82,7 @@ def produce(bootstrap: str, topic: str, value_size: int, acks: str, total_bytes:
 
     p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 1_000_000,
                   "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
-                  "compression.type": "none", "enable.idempotence": False})
+                  "compression.type": "none", "enable.idempotence": False, **(extra or {})})
     start = time.perf_counter()
     for _ in range(n):
         try:
@@ -97,11 +99,12 @@ def produce(bootstrap: str, topic: str, value_size: int, acks: str, total_bytes:
     return elapsed, n
 
 
-def consume(bootstrap: str, topic: str, partitions: int, records: int) -> tuple[float, int]:
+def consume(bootstrap: str, topic: str, partitions: int, records: int,
+            extra: dict | None = None) -> tuple[float, int]:
     """Returns (seconds, value bytes) to read ``records`` records from the beginning."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
                   "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 16_777_216,
-                  "queued.max.messages.kbytes": 1_048_576, "fetch.wait.max.ms": 100})
+                  "queued.max.messages.kbytes": 1_048_576, "fetch.wait.max.ms": 100, **(extra or {})})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     got = 0
     nbytes = 0

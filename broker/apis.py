@@ -3,9 +3,14 @@
 Each handler takes the decoded request body and returns the response body
 (or an awaitable of it).  Handlers translate between wire shapes and the
 components that own the work: :class:`~broker.replica_manager.ReplicaManager`
-(produce, fetch, offsets), the log manager (topics), and the group
-coordinator service.  Encoding, ordering and transmission belong to
-:mod:`broker.server`.
+(produce, fetch, offsets), the log manager (topics), the group
+coordinator service, and the security admin (users, ACLs).  Encoding, ordering
+and transmission belong to :mod:`broker.server`.
+
+With ``authorizer.enabled`` every connection carries an authorization session
+and each request passes :class:`~broker.authorization.RequestAuthorizer`
+before its handler; answers that name brokers (Metadata, FindCoordinator,
+DescribeCluster) give the address of the listener the client came in on.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from broker.authorization import Deny, RequestAuthorizer
 from broker.cluster.kv import KVError
 from broker.describe_configs import ConfigView, describe_resource
 from broker.internal_topics import (
@@ -28,6 +34,12 @@ from broker.internal_topics import (
 )
 from broker.log.errors import InvalidTopicError
 from broker.log.manager import validate_topic_name
+from broker.security.acl import (
+    AclBinding,
+    AclBindingFilter,
+    ResourceType,
+    describe_acls_resources,
+)
 from broker.server import is_awaitable
 from broker.topic_admin import TopicAdmin, TopicError
 from protocol.api import (
@@ -55,6 +67,7 @@ if TYPE_CHECKING:
     from broker.metrics import BrokerMetrics
     from broker.producer_ids import ProducerIdManager
     from broker.replica_manager import ReplicaManager
+    from broker.security_admin import SecurityAdmin
     from broker.server import KafkaConnection
     from broker.txn_service import TransactionService
 
@@ -71,6 +84,8 @@ _API_VERSIONS = int(ApiKey.API_VERSIONS)
 #: How long Metadata waits for auto-created topics, and FindCoordinator for the offsets topic, to get leaders.
 AUTO_CREATE_WAIT_S = 5.0
 COORDINATOR_WAIT_S = 5.0
+#: ``*_authorized_operations`` when they were not asked for (or no authorizer runs)
+NO_OPERATIONS = -2147483648
 
 
 def valid_topic_name(name: Any) -> bool:
@@ -113,13 +128,14 @@ class KafkaApis:
     markers), the group and transaction services, topic administration, the metadata image
     (Metadata, FindCoordinator, DescribeCluster), producer ids, the log manager (config validation
     and description, log directories), the dynamic broker configuration and the config admin (the
-    config APIs).
+    config APIs), the security admin (users and ACLs) and the request authorizer.
     """
 
     def __init__(self, *, config: BrokerConfig, metrics: BrokerMetrics, faults: FaultInjector,
                  replica: ReplicaManager, groups: GroupService, txns: TransactionService, topics: TopicAdmin,
                  metadata: MetadataService, producer_ids: ProducerIdManager, logs: LogManager,
-                 dynamic: DynamicBrokerConfig, configs: ConfigAdmin, listener: str = "PLAINTEXT") -> None:
+                 dynamic: DynamicBrokerConfig, configs: ConfigAdmin, security: SecurityAdmin,
+                 authz: RequestAuthorizer) -> None:
         self.config = config
         self.metrics = metrics
         self.faults = faults
@@ -133,7 +149,8 @@ class KafkaApis:
         self.logs = logs
         self.dynamic = dynamic
         self.configs = configs
-        self.listener = listener
+        self.security = security
+        self.authz = authz
         self.handlers: dict[int, Handler] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata_request,
@@ -155,6 +172,11 @@ class KafkaApis:
             ApiKey.FIND_COORDINATOR: self.find_coordinator,
             ApiKey.SASL_HANDSHAKE: self.sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.sasl_authenticate,
+            ApiKey.CREATE_ACLS: self.create_acls,
+            ApiKey.DESCRIBE_ACLS: self.describe_acls,
+            ApiKey.DELETE_ACLS: self.delete_acls,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.describe_user_scram_credentials,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.alter_user_scram_credentials,
             ApiKey.JOIN_GROUP: groups.handle,
             ApiKey.SYNC_GROUP: groups.handle,
             ApiKey.HEARTBEAT: groups.handle,
@@ -207,6 +229,14 @@ class KafkaApis:
             body = error_response(key, nearest, api.request.default(nearest), E.UNSUPPORTED_VERSION)
             return self._respond(ctx, body, version_override=nearest)
         request = decode_request_body(header, frame)
+        session = conn.session
+        if session is not None:
+            verdict = self.authz.check(session, key, version, request)
+            if verdict is not None:
+                if isinstance(verdict, Deny):
+                    return self._respond(ctx, verdict.body)
+                request = verdict.request
+                handler = _merged(handler, verdict.merge)
         fault = self.faults.intercept(key) if self.faults.active else None
         if fault is not None:
             return self._run_fault(ctx, request, handler, fault)
@@ -247,17 +277,18 @@ class KafkaApis:
 
     # -- cluster and metadata --------------------------------------------------------------------
 
-    def _endpoint(self, node: int) -> tuple[str, int, str | None] | None:
+    def _endpoint(self, node: int, listener: str) -> tuple[str, int, str | None] | None:
+        """A broker's address on ``listener`` (the one the client came in on)."""
         reg = self.image.brokers.get(node)
         if reg is None:
             return None
-        ep = reg.endpoint(self.listener) or reg.endpoint()
+        ep = reg.endpoint(listener) or reg.endpoint()
         return None if ep is None else (ep.host, ep.port, reg.rack)
 
-    def _brokers(self) -> list[dict[str, Any]]:
+    def _brokers(self, listener: str) -> list[dict[str, Any]]:
         out = []
         for node in sorted(self.image.brokers):
-            ep = self._endpoint(node)
+            ep = self._endpoint(node, listener)
             if ep is not None:
                 out.append({"node_id": node, "host": ep[0], "port": ep[1], "rack": ep[2]})
         return out
@@ -273,8 +304,12 @@ class KafkaApis:
         version = ctx.version
         requested = req.topics
         image = self.image
+        session = ctx.conn.session
+        denied: set[str] = set()
         if requested is None or (version == 0 and not requested):
             names = sorted(image.topics)
+            if session is not None:  # listing all: leave out what the principal may not describe
+                names = [n for n in names if self.authz.visible_topic(session, n)]
             auto_create = False
         else:
             names = []
@@ -283,15 +318,23 @@ class KafkaApis:
                 if name is None and t.get("topic_id") is not None:
                     name = image.topic_name(t["topic_id"]) or ""
                 names.append(name)
+            if session is not None:
+                denied = {n for n in dict.fromkeys(names) if valid_topic_name(n)
+                          and not self.authz.named_topic(session, n)}
             auto_create = self.config.auto_create_topics_enable and (version < 4 or req.allow_auto_topic_creation)
-        missing = [n for n in dict.fromkeys(names)
-                   if auto_create and image.topic(n) is None and valid_topic_name(n) and not is_internal_topic(n)]
+        missing = [n for n in dict.fromkeys(names) if auto_create and n not in denied and image.topic(n) is None
+                   and valid_topic_name(n) and not is_internal_topic(n)]
+        if session is not None and missing:
+            refused = {n for n in missing if not self.authz.may_create_topic(session, n)}
+            denied |= refused
+            missing = [n for n in missing if n not in refused]
+        errors = dict.fromkeys(denied, int(E.TOPIC_AUTHORIZATION_FAILED))
         if not missing:
-            return self._metadata_body(names, {})
-        return self._metadata_after_create(names, missing)
+            return self._metadata_body(ctx, req, names, errors)
+        return self._metadata_after_create(ctx, req, names, missing, errors)
 
-    async def _metadata_after_create(self, names: list[str], missing: list[str]) -> Obj:
-        errors: dict[str, int] = {}
+    async def _metadata_after_create(self, ctx: RequestContext, req: Obj, names: list[str], missing: list[str],
+                                     errors: dict[str, int]) -> Obj:
         for name in missing:
             try:
                 record = self.topics.plan(name, self.config.num_partitions, self.config.default_replication_factor,
@@ -300,20 +343,34 @@ class KafkaApis:
             except TopicError as exc:
                 if exc.code != E.TOPIC_ALREADY_EXISTS:
                     errors[name] = exc.code
-        return self._metadata_body(names, errors)
+        return self._metadata_body(ctx, req, names, errors)
 
-    def _metadata_body(self, names: list[str], errors: dict[str, int]) -> Obj:
+    def _metadata_body(self, ctx: RequestContext, req: Obj, names: list[str], errors: dict[str, int]) -> Obj:
+        session = ctx.conn.session
+        cluster_ops = NO_OPERATIONS
+        if session is not None and req.get("include_cluster_authorized_operations"):
+            cluster_ops = self.authz.authorized_operations(session, ResourceType.CLUSTER, "kafka-cluster")
+        topic_ops = session is not None and bool(req.get("include_topic_authorized_operations"))
+        topics = []
+        for name in names:
+            entry = self._topic_metadata(name, errors.get(name))
+            if topic_ops and not entry["error_code"] and session is not None:
+                entry["topic_authorized_operations"] = self.authz.authorized_operations(
+                    session, ResourceType.TOPIC, name)
+            topics.append(entry)
         return Obj(
             throttle_time_ms=0,
-            brokers=self._brokers(),
+            brokers=self._brokers(ctx.conn.listener.name),
             cluster_id=self.image.cluster_id or "",
             controller_id=self.image.controller_id,
-            topics=[self._topic_metadata(name, errors.get(name)) for name in names],
-            cluster_authorized_operations=-2147483648,
+            topics=topics,
+            cluster_authorized_operations=cluster_ops,
             error_code=0,
         )
 
     def _topic_metadata(self, name: str, error: int | None) -> dict[str, Any]:
+        if error == E.TOPIC_AUTHORIZATION_FAILED:  # nothing about a topic it may not see, not even whether it exists
+            return {"error_code": error, "name": name, "partitions": [], "is_internal": False}
         if not valid_topic_name(name):
             return {"error_code": E.INVALID_TOPIC_EXCEPTION, "name": name, "partitions": [], "is_internal": False}
         t = self.image.topic(name)
@@ -335,14 +392,18 @@ class KafkaApis:
                 "leader_id": leader, "leader_epoch": part.leader_epoch, "replica_nodes": list(replicas),
                 "isr_nodes": list(part.isr), "offline_replicas": [r for r in replicas if not alive(r)]})
         return {"error_code": 0, "name": name, "topic_id": t.topic_id, "is_internal": is_internal_topic(name),
-                "partitions": partitions, "topic_authorized_operations": -2147483648}
+                "partitions": partitions, "topic_authorized_operations": NO_OPERATIONS}
 
     def describe_cluster(self, ctx: RequestContext, req: Obj) -> Obj:
         brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"],
-                    "is_fenced": False} for b in self._brokers()]
+                    "is_fenced": False} for b in self._brokers(ctx.conn.listener.name)]
+        session = ctx.conn.session
+        cluster_ops = NO_OPERATIONS
+        if session is not None and req.get("include_cluster_authorized_operations"):
+            cluster_ops = self.authz.authorized_operations(session, ResourceType.CLUSTER, "kafka-cluster")
         return Obj(throttle_time_ms=0, error_code=0, error_message=None, endpoint_type=1,
                    cluster_id=self.image.cluster_id or "", controller_id=self.image.controller_id,
-                   brokers=brokers, cluster_authorized_operations=-2147483648)
+                   brokers=brokers, cluster_authorized_operations=cluster_ops)
 
     def find_coordinator(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
         return self._find_coordinator(ctx, req)
@@ -351,14 +412,14 @@ class KafkaApis:
         keys = list(req.coordinator_keys) if ctx.version >= 4 else [req.key]
         entries = []
         for key in keys:
-            entries.append(await self._coordinator_entry(req.key_type, key))
+            entries.append(await self._coordinator_entry(req.key_type, key, ctx.conn.listener.name))
         if ctx.version >= 4:
             return Obj(throttle_time_ms=0, coordinators=entries)
         one = entries[0]
         return Obj(throttle_time_ms=0, error_code=one["error_code"], error_message=one["error_message"],
                    node_id=one["node_id"], host=one["host"], port=one["port"])
 
-    async def _coordinator_entry(self, key_type: int, key: str) -> dict[str, Any]:
+    async def _coordinator_entry(self, key_type: int, key: str, listener: str) -> dict[str, Any]:
         def fail(code: int, message: str) -> dict[str, Any]:
             return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
 
@@ -376,7 +437,7 @@ class KafkaApis:
             return fail(code, f"{topic} needs {spec.replication_factor} live brokers")
         index = partition(key)
         part = self.image.partition(topic, index)
-        ep = self._endpoint(part.leader) if part is not None and part.leader >= 0 else None
+        ep = self._endpoint(part.leader, listener) if part is not None and part.leader >= 0 else None
         if part is None or ep is None:
             return fail(E.COORDINATOR_NOT_AVAILABLE, f"{topic}-{index} has no leader")
         return {"key": key, "node_id": part.leader, "host": ep[0], "port": ep[1], "error_code": 0,
@@ -421,12 +482,77 @@ class KafkaApis:
         return Obj(throttle_time_ms=0, error_code=0, replica_election_results=[
             {"topic": t, "partition_result": parts} for t, parts in results.items()])
 
-    def sasl_handshake(self, ctx: RequestContext, req: Obj) -> Obj:
-        return Obj(error_code=E.UNSUPPORTED_SASL_MECHANISM, mechanisms=[])
+    # -- SASL (the state lives on the connection) ------------------------------------------------
 
-    def sasl_authenticate(self, ctx: RequestContext, req: Obj) -> Obj:
-        return Obj(error_code=E.ILLEGAL_SASL_STATE, error_message="SASL is not enabled on this listener",
-                   auth_bytes=b"", session_lifetime_ms=0)
+    def sasl_handshake(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
+        conn = ctx.conn
+        if conn.sasl is None:  # not a SASL listener (Kafka's answer)
+            return Obj(error_code=E.ILLEGAL_SASL_STATE, mechanisms=[])
+        version, mechanism = ctx.version, req.mechanism
+        return conn.sasl_step(lambda sasl: Obj(sasl.handshake(version, mechanism)))
+
+    def sasl_authenticate(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
+        conn = ctx.conn
+        if conn.sasl is None:
+            return Obj(error_code=E.ILLEGAL_SASL_STATE, error_message="SASL is not enabled on this listener",
+                       auth_bytes=b"", session_lifetime_ms=0)
+        version, token = ctx.version, req.auth_bytes
+        return conn.sasl_step(lambda sasl: Obj(sasl.authenticate(version, token)))
+
+    # -- users (KIP-554) and ACLs -------------------------------------------------------------------
+
+    def describe_user_scram_credentials(self, ctx: RequestContext, req: Obj) -> Obj:
+        return Obj(throttle_time_ms=0, error_code=0, error_message=None,
+                   results=self.security.describe_user_scram_credentials(req.users))
+
+    def alter_user_scram_credentials(self, ctx: RequestContext, req: Obj) -> Awaitable[Obj]:
+        return self._alter_user_scram_credentials(req)
+
+    async def _alter_user_scram_credentials(self, req: Obj) -> Obj:
+        results = await self.security.alter_user_scram_credentials(req.deletions, req.upsertions)
+        return Obj(throttle_time_ms=0, results=results)
+
+    def _security_disabled(self) -> str | None:
+        """Kafka answers the ACL APIs with SECURITY_DISABLED when no authorizer is configured."""
+        return None if self.config.authorizer_enabled else "No Authorizer is configured (authorizer.enabled=false)."
+
+    def create_acls(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
+        disabled = self._security_disabled()
+        if disabled is not None:
+            return Obj(throttle_time_ms=0, results=[{"error_code": E.SECURITY_DISABLED, "error_message": disabled}
+                                                    for _ in req.creations])
+        return self._create_acls(req)
+
+    async def _create_acls(self, req: Obj) -> Obj:
+        bindings = [AclBinding.from_creation(c) for c in req.creations]
+        results = await self.security.create_acls(bindings)
+        return Obj(throttle_time_ms=0, results=[{"error_code": int(code), "error_message": message}
+                                                for code, message in results])
+
+    def describe_acls(self, ctx: RequestContext, req: Obj) -> Obj:
+        disabled = self._security_disabled()
+        if disabled is not None:
+            return Obj(throttle_time_ms=0, error_code=E.SECURITY_DISABLED, error_message=disabled, resources=[])
+        acl_filter = AclBindingFilter.from_request(req)
+        invalid = acl_filter.validation_error()
+        if invalid is not None:
+            return Obj(throttle_time_ms=0, error_code=E.INVALID_REQUEST, error_message=invalid, resources=[])
+        return Obj(throttle_time_ms=0, error_code=0, error_message=None,
+                   resources=describe_acls_resources(self.security.describe_acls(acl_filter)))
+
+    def delete_acls(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
+        disabled = self._security_disabled()
+        if disabled is not None:
+            return Obj(throttle_time_ms=0, filter_results=[
+                {"error_code": E.SECURITY_DISABLED, "error_message": disabled, "matching_acls": []}
+                for _ in req.filters])
+        return self._delete_acls(req)
+
+    async def _delete_acls(self, req: Obj) -> Obj:
+        results = await self.security.delete_acls([AclBindingFilter.from_request(f) for f in req.filters])
+        return Obj(throttle_time_ms=0, filter_results=[
+            {"error_code": int(code), "error_message": message, "matching_acls": [b.deleted_entry() for b in matched]}
+            for code, message, matched in results])
 
     def init_producer_id(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
         if req.transactional_id is not None:
@@ -577,7 +703,7 @@ class KafkaApis:
         return Obj(throttle_time_ms=0, results=results)
 
     def describe_configs(self, ctx: RequestContext, req: Obj) -> Obj:
-        view = ConfigView(self.config, self.dynamic, self.logs, self.image, self.listener)
+        view = ConfigView(self.config, self.dynamic, self.logs, self.image, ctx.conn.listener.name)
         results = [describe_resource(view, r, req.include_synonyms, req.include_documentation)
                    for r in req.resources]
         return Obj(throttle_time_ms=0, results=results)
@@ -614,6 +740,22 @@ class KafkaApis:
                   "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
                   "total_bytes": total, "usable_bytes": usable}
         return Obj(throttle_time_ms=0, error_code=0, results=[result])
+
+
+def _merged(handler: Handler, merge: Callable[[Any], Any]) -> Handler:
+    """``handler`` with its response (now or later) passed through ``merge`` (authorization)."""
+
+    def run(ctx: RequestContext, req: Obj) -> Any:
+        result = handler(ctx, req)
+        if isinstance(result, Awaitable):
+            return _merge_later(result, merge)
+        return merge(result)
+
+    return run
+
+
+async def _merge_later(pending: Awaitable[Any], merge: Callable[[Any], Any]) -> Any:
+    return merge(await pending)
 
 
 def error_response(api_key: int, version: int, request: Obj, code: int) -> Obj:

@@ -18,7 +18,7 @@ import difflib
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,40 @@ class BrokerConfig:
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_seconds: int = 300
     leader_imbalance_per_broker_percentage: int = 10
+
+    # listeners and security (Kafka's names; see README "Security").  Without `listeners` the broker
+    # listens on host:port in PLAINTEXT and advertises advertised_listener (or host:port).
+    listeners: str | None = None
+    advertised_listeners: str | None = None
+    listener_security_protocol_map: str | None = None
+    #: the listener brokers reach each other on (default: the first of `listeners`)
+    inter_broker_listener_name: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_keyfile_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    ssl_client_auth: str = "none"
+    #: https: a broker connecting to another over TLS checks the host name in its certificate; "" does not
+    ssl_endpoint_identification_algorithm: str = "https"
+    #: a TLS handshake not finished in this time closes the connection
+    ssl_handshake_timeout_ms: int = 10_000
+    sasl_enabled_mechanisms: str = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    #: name:password lines read at start; each named user gets SCRAM credentials for those passwords
+    sasl_users_file: str | None = None
+    #: SASL tokens (and any frame before authentication) larger than this close the connection
+    sasl_server_max_receive_size: int = 64 * 1024
+    connections_max_reauth_ms: int = 0
+    #: a failed authentication is answered (and its connection closed) only after this delay
+    connection_failed_authentication_delay_ms: int = 100
+    #: how this broker authenticates to others on a SASL inter-broker listener
+    sasl_mechanism_inter_broker_protocol: str = "SCRAM-SHA-512"
+    inter_broker_sasl_username: str | None = None
+    inter_broker_sasl_password: str | None = field(default=None, repr=False)
+    authorizer_enabled: bool = False
+    super_users: str | None = None
+    allow_everyone_if_no_acl_found: bool = False
+    #: per connection, authorization decisions kept until the ACLs change
+    authorizer_cache_entries: int = 1024
 
     # connection limits
     max_frame_bytes: int = 100 * 1024 * 1024
@@ -437,3 +471,9 @@ def validate(config: BrokerConfig) -> None:
         raise ConfigError("transaction.state.log.num.partitions must be at least 1")
     if config.transaction_max_timeout_ms < 1:
         raise ConfigError("transaction.max.timeout.ms must be at least 1")
+    from broker.security.setup import check_security_settings
+
+    try:
+        check_security_settings(config)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

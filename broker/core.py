@@ -33,7 +33,6 @@ from broker.cluster.metadata import MetadataService, MetadataSettings
 from broker.cluster.records import (
     PRODUCER_ID_BLOCK_KEY,
     BrokerRegistration,
-    Endpoint,
     PartitionRecord,
     TopicRecord,
     partition_key,
@@ -48,6 +47,17 @@ from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.metrics import BrokerMetrics, BrokerState
+from broker.security.connection import ConnectionSecurity
+from broker.security.scram import CredentialStore, load_users_file
+from broker.security.setup import (
+    advertised_endpoints,
+    inter_broker_listener_name,
+    inter_broker_security,
+    new_authorizer,
+    sasl_config,
+    server_listeners,
+)
+from client.security import ClientSecurity
 from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
@@ -88,10 +98,12 @@ class BrokerCore:
     # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
         from broker.apis import KafkaApis
+        from broker.authorization import RequestAuthorizer
         from broker.config_admin import ConfigAdmin
         from broker.group_service import GroupService
         from broker.producer_ids import ProducerIdManager
         from broker.replica_manager import ReplicaManager
+        from broker.security_admin import SecurityAdmin
         from broker.server import KafkaServer
         from broker.topic_admin import TopicAdmin
 
@@ -110,14 +122,18 @@ class BrokerCore:
             self.kv = self._store()
             await self._migrate_legacy(self.kv, meta)
 
-            self.server = KafkaServer(config)
+            credentials = CredentialStore()
+            authorizer = new_authorizer(config)
+            self.connection_security = ConnectionSecurity(
+                credentials, sasl_config(config), authorizer if config.authorizer_enabled else None,
+                failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
+                session_cache_entries=config.authorizer_cache_entries, events=self.metrics.auth_events())
+            self.server = KafkaServer(config, listeners=server_listeners(config), security=self.connection_security)
             self.bound = await self.server.bind()
-            host, port = config.advertised_host_port
-            if not config.advertised_listener and config.port == 0:
-                port = self.bound[1]
-            self.advertised = (host, port)
-            registration = BrokerRegistration(config.node_id, (Endpoint("PLAINTEXT", host, port),),
-                                              config.broker_rack, meta["dir_id"])
+            endpoints = advertised_endpoints(config, {name: addr[1] for name, addr in self.server.bound.items()})
+            self.advertised = (endpoints[0].host, endpoints[0].port)
+            host, port = self.advertised
+            registration = BrokerRegistration(config.node_id, endpoints, config.broker_rack, meta["dir_id"])
             self.metadata = MetadataService(self.kv, registration, MetadataSettings(
                 session_timeout_ms=config.broker_session_timeout_ms,
                 controller=ControllerSettings(
@@ -131,7 +147,8 @@ class BrokerCore:
                     wait_max_ms=config.replica_fetch_wait_max_ms, min_bytes=config.replica_fetch_min_bytes,
                     max_bytes=config.replica_fetch_max_bytes,
                     response_max_bytes=config.replica_fetch_response_max_bytes,
-                    backoff_ms=config.replica_fetch_backoff_ms, socket_timeout_ms=config.replica_socket_timeout_ms),
+                    backoff_ms=config.replica_fetch_backoff_ms, socket_timeout_ms=config.replica_socket_timeout_ms,
+                    listener=inter_broker_listener_name(config), security=self._inter_broker_security()),
                 self.timer, broker=lambda node: self.metadata.image.brokers.get(node),
                 broker_epoch=lambda: self.metadata.broker_epoch,
                 topic_name=lambda topic_id: self.metadata.image.topic_name(topic_id))
@@ -149,10 +166,14 @@ class BrokerCore:
             self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
             self.producer_ids = ProducerIdManager(self.metadata)
             self.txn_service = self._transaction_service(image)
+            self.security_admin = SecurityAdmin(self.metadata, credentials, authorizer)
+            self.metadata.subscribe(self.security_admin.on_metadata)
             self.metadata.subscribe(self.replica_manager.on_metadata)
             self.metadata.subscribe(self._on_metadata)
             await self.metadata.start()
             self._remember_cluster_id(meta)
+            if config.sasl_users_file:
+                await self.security_admin.seed_users(load_users_file(config.sasl_users_file))
             self.topics = TopicAdmin(self.metadata, self.logs, node_id=config.node_id)
             self.apis = KafkaApis(config=config, metrics=self.metrics, faults=self.faults,
                                   replica=self.replica_manager, groups=self.group_service, txns=self.txn_service,
@@ -160,7 +181,9 @@ class BrokerCore:
                                   logs=self.logs, dynamic=self.dynamic,
                                   configs=ConfigAdmin(topics=self.topics, metadata=self.metadata,
                                                       dynamic=self.dynamic, logs=self.logs,
-                                                      node_id=config.node_id))
+                                                      node_id=config.node_id),
+                                  security=self.security_admin,
+                                  authz=RequestAuthorizer(topic_name=image.topic_name, events=self.metrics.auth_events()))
             self.server.apis = self.apis
             self.replica_manager.start()
             await self._prepare_coordinators()
@@ -175,9 +198,10 @@ class BrokerCore:
             self.metrics.serve(config.metrics_host or config.host, config.metrics_port)
         self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
         self.started = True
-        log.info("kbroker node %d listening on %s:%d (advertised %s:%d), data in %s, cluster %s (%s)",
-                 config.node_id, self.bound[0], self.bound[1], host, port, data, self.cluster_id,
-                 self.kv.description)
+        listening = ", ".join(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
+                              for lst in self.server.listeners)
+        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s)",
+                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description)
 
     def _transaction_service(self, image: MetadataImage) -> TransactionService:
         """The transaction coordinator's service and what it talks to other brokers with: markers to
@@ -188,12 +212,15 @@ class BrokerCore:
         from broker.txn_service import TransactionService
 
         config = self.config
-        bound = self.bound
+        listener = inter_broker_listener_name(config)
+        bound = self.server.bound.get(listener, self.bound)  # this broker itself, on the inter-broker listener
+        security = self._inter_broker_security()
         timeout = config.transaction_marker_request_timeout_ms
 
         def channel(purpose: str) -> BrokerChannel:
             return BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
-                                 client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout)
+                                 client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout,
+                                 listener=listener, security=security)
 
         def leader_of(topic: str, partition: int) -> int | None:
             part = image.partition(topic, partition)
@@ -223,6 +250,16 @@ class BrokerCore:
         while ((self.group_service.runtime.loading or self.txn_service.runtime.loading)
                and time.monotonic() < deadline):
             await asyncio.sleep(0.01)
+
+    def _inter_broker_security(self) -> ClientSecurity | None:
+        """How the replica fetchers reach other brokers; a single broker without inter-broker
+        credentials on a SASL listener has no other broker to reach (None)."""
+        try:
+            return inter_broker_security(self.config)
+        except ValueError:
+            if self.config.cluster:
+                raise
+            return None
 
     def _store(self) -> MetadataKV:
         config = self.config

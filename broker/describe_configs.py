@@ -38,6 +38,7 @@ from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
+    from broker.cluster.records import Endpoint
     from broker.log.manager import LogManager
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -64,6 +65,12 @@ class ConfigView:
         reg = self.image.brokers.get(self.config.node_id)
         ep = reg.endpoint(self.listener) if reg is not None else None
         return (ep.host, ep.port) if ep is not None else (self.config.host, self.config.port)
+
+    @property
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        """This broker's advertised listeners, as registered."""
+        reg = self.image.brokers.get(self.config.node_id)
+        return reg.endpoints if reg is not None else ()
 
 
 def _broker_synonyms(view: ConfigView, names: list[str], *, per_broker: bool = True) -> list[tuple[str, str | None, int]]:
@@ -95,7 +102,7 @@ def _broker_entries(view: ConfigView) -> dict[str, Entry]:
         synonyms = _broker_synonyms(view, [name, *unit_synonyms(name)])
         value = live.get(name, synonyms[0][1] if synonyms else None)
         entries[name] = (value, synonyms[0][2] if synonyms else DEFAULT_CONFIG, synonyms)
-    for name, value in read_only_aliases(view.config, view.advertised).items():
+    for name, value in read_only_aliases(view.config, view.endpoints, view.advertised[1]).items():
         entries[name] = (value, STATIC_BROKER_CONFIG, [(name, value, STATIC_BROKER_CONFIG)])
     return entries
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.config import (
     DYNAMIC_SETTINGS,
@@ -41,6 +41,9 @@ from broker.config import (
 )
 from broker.log.config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
 from protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from broker.cluster.records import Endpoint
 
 log = logging.getLogger("kbroker.config")
 
@@ -289,13 +292,17 @@ _READ_ONLY_ALIASES = frozenset({
 })
 
 
-def read_only_aliases(config: BrokerConfig, advertised: tuple[str, int]) -> dict[str, str | None]:
-    """Kafka's names for settings this broker spells otherwise (reported read-only by DescribeConfigs)."""
-    host, port = advertised
+def read_only_aliases(config: BrokerConfig, endpoints: Sequence[Endpoint], port: int) -> dict[str, str | None]:
+    """Kafka's names for settings this broker spells otherwise (reported read-only by DescribeConfigs):
+    ``endpoints`` are its advertised listeners as registered, ``port`` the one the asking client reached."""
+    from broker.security.setup import inter_broker_listener_name
+
+    plaintext = f"PLAINTEXT://{config.host}:{port}"
     return {
         "broker.id": str(config.node_id),
-        "listeners": f"PLAINTEXT://{config.host}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "listeners": config.listeners or plaintext,
+        "advertised.listeners": ",".join(f"{e.listener}://{e.host}:{e.port}" for e in endpoints) or plaintext,
+        "inter.broker.listener.name": inter_broker_listener_name(config),
         "log.dirs": str(config.data_path), "log.dir": str(config.data_path),
         "socket.request.max.bytes": str(config.max_frame_bytes),
     }

@@ -12,6 +12,13 @@ temporary data directory; :class:`BrokerProcess` runs the pinned command line
 (``python -m broker --host --port --data-dir --metrics-port ...``) and waits
 until the broker answers ApiVersions.  The pytest plugin wraps these as the
 ``kbroker_cluster`` fixture.
+
+``listeners=["SASL_SSL", "PLAINTEXT"]`` gives a broker (or every broker of a
+cluster) those listeners, each on a free port of 127.0.0.1
+(``--set listeners=...``); ``address(name)`` / ``bootstrap(name)`` say where.
+Security settings (certificates, users file, authorizer) go in ``extra_args``
+or the cluster's ``settings``.  Readiness is checked on a listener without TLS
+when there is one (ApiVersions needs no authentication, even on SASL listeners).
 """
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +46,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _api_versions_ok(host: str, port: int, timeout: float = 2.0) -> bool:
-    """True when the broker at host:port answers an ApiVersions v0 request without error."""
+def _api_versions_ok(host: str, port: int, timeout: float = 2.0, *, tls: bool = False) -> bool:
+    """True when the broker at host:port answers an ApiVersions v0 request without error
+    (over TLS, not verifying the broker, when ``tls``)."""
     from protocol.api import ApiKey, decode_response, encode_request
 
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    sock = socket.create_connection((host, port), timeout=timeout)
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        try:
+            sock = ctx.wrap_socket(sock, server_hostname=host)
+        except BaseException:
+            sock.close()
+            raise
+    with sock:
         sock.sendall(encode_request(ApiKey.API_VERSIONS, 0, 1, "harness", {}))
         header = b""
         while len(header) < 4:
@@ -141,11 +161,16 @@ class BrokerProcess:
     """``python -m broker`` in a subprocess: start, wait until serving, SIGTERM, SIGKILL, restart."""
 
     def __init__(self, data_dir: str | os.PathLike[str], port: int | None = None,
-                 extra_args: list[str] | None = None, *, cwd: str | os.PathLike[str] | None = None) -> None:
+                 extra_args: list[str] | None = None, *, cwd: str | os.PathLike[str] | None = None,
+                 listeners: Sequence[str] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args or [])
+        #: listener name -> port (names of the four protocols, or custom ones mapped in extra_args)
+        self.listeners: dict[str, int] = {name.upper(): free_port() for name in listeners or ()}
+        if self.listeners:
+            self.port = next(iter(self.listeners.values()))
         self.cwd = cwd
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -153,12 +178,32 @@ class BrokerProcess:
 
     @property
     def bootstrap_servers(self) -> str:
+        """The first listener's address."""
         return f"{self.host}:{self.port}"
 
+    def address(self, listener: str) -> tuple[str, int]:
+        return self.host, self.listeners[listener.upper()]
+
+    def bootstrap(self, listener: str) -> str:
+        return f"{self.host}:{self.listeners[listener.upper()]}"
+
     def command(self) -> list[str]:
+        listeners = []
+        if self.listeners:
+            spec = ",".join(f"{name}://{self.host}:{port}" for name, port in self.listeners.items())
+            listeners = ["--set", f"listeners={spec}"]
         return [sys.executable, "-m", "broker", "--host", self.host, "--port", str(self.port),
                 "--data-dir", str(self.data_dir), "--metrics-port", "0",
-                "--set", "group.initial.rebalance.delay.ms=0", *self.extra_args]
+                "--set", "group.initial.rebalance.delay.ms=0", *listeners, *self.extra_args]
+
+    def _readiness_listener(self) -> tuple[int, bool]:
+        """(port, over TLS) of the listener readiness is checked on: one without TLS if any."""
+        if not self.listeners:
+            return self.port, False
+        for name, port in self.listeners.items():
+            if name not in ("SSL", "SASL_SSL"):
+                return port, False
+        return next(iter(self.listeners.values())), True
 
     def start(self, timeout: float = 30.0, *, wait: bool = True) -> BrokerProcess:
         assert self.proc is None or self.proc.poll() is not None, "already running"
@@ -176,11 +221,12 @@ class BrokerProcess:
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last: Exception | None = None
+        port, tls = self._readiness_listener()
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode} during start:\n{self.log_tail()}")
             try:
-                if _api_versions_ok(self.host, self.port):
+                if _api_versions_ok(self.host, port, tls=tls):
                     return
             except (OSError, ConnectionError, ValueError) as exc:
                 last = exc
@@ -240,7 +286,8 @@ class KBrokerCluster:
     """
 
     def __init__(self, size: int, directory: str | os.PathLike[str], *, settings: dict[str, Any] | None = None,
-                 cluster_id: str = "kbroker", etcd: EtcdServer | None = None) -> None:
+                 cluster_id: str = "kbroker", etcd: EtcdServer | None = None,
+                 listeners: Sequence[str] | None = None) -> None:
         self.size = size
         self.directory = Path(directory)
         self.cluster_id = cluster_id
@@ -253,12 +300,17 @@ class KBrokerCluster:
             args = ["--node-id", str(node), "--cluster", self.etcd.url, "--set", f"cluster.id={cluster_id}"]
             for key, value in self.settings.items():
                 args += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
-            self.brokers[node] = BrokerProcess(self.directory / f"data-{node}", extra_args=args)
+            self.brokers[node] = BrokerProcess(self.directory / f"data-{node}", extra_args=args, listeners=listeners)
 
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap_servers for b in self.brokers.values() if b.alive()) or \
             ",".join(b.bootstrap_servers for b in self.brokers.values())
+
+    def bootstrap(self, listener: str) -> str:
+        """The live brokers' addresses on ``listener``."""
+        alive = [b for b in self.brokers.values() if b.alive()] or list(self.brokers.values())
+        return ",".join(b.bootstrap(listener) for b in alive)
 
     def start(self, timeout: float = 60.0) -> KBrokerCluster:
         if self._own_etcd and self.etcd.proc is None:

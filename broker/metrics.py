@@ -15,13 +15,16 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import start_http_server
 
 from broker.internal_topics import is_internal_topic
+
+if TYPE_CHECKING:
+    from broker.security.connection import AuthEvents
 
 log = logging.getLogger("kbroker.metrics")
 
@@ -126,6 +129,12 @@ class BrokerMetrics:
                                    "written) by the transactions this broker coordinates", registry=r)
         self.txn_aborts = Counter("kbroker_transaction_aborts", "Transactions aborted (by their producer or their "
                                   "timeout) by the transactions this broker coordinates", registry=r)
+        self.authentications = Counter("kbroker_authentications", "SASL authentications, by listener, mechanism "
+                                       "and result (success, failure)", ["listener", "mechanism", "result"],
+                                       registry=r)
+        self.authorization_denials = Counter("kbroker_authorization_denials", "Requests or resources refused "
+                                             "by the authorizer, by API and resource type",
+                                             ["api", "resource_type"], registry=r)
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
@@ -187,6 +196,16 @@ class BrokerMetrics:
             if label != OTHER:
                 self._by_topic[topic] = children
         return children
+
+    def auth_events(self) -> AuthEvents:
+        """The security edge's outcomes as counters (labels: configured listeners, the three mechanisms,
+        API names and resource types: bounded whatever clients send)."""
+        from broker.security.connection import AuthEvents
+
+        return AuthEvents(
+            succeeded=lambda listener, mechanism: self.authentications.labels(listener, mechanism, "success").inc(),
+            failed=lambda listener, mechanism: self.authentications.labels(listener, mechanism, "failure").inc(),
+            denied=lambda api, resource_type: self.authorization_denials.labels(api, resource_type).inc())
 
     def bytes_in(self, topic: str, nbytes: int, records: int) -> None:
         children = self._topic_children(topic)

@@ -103,8 +103,9 @@ class DelayedFetch(DelayedOperation):
     """A long-poll Fetch waiting for ``min_bytes`` or ``max_wait_ms``."""
 
     def __init__(self, manager: ReplicaManager, version: int, request: Obj, parts: list[_FetchPartition],
-                 min_bytes: int, max_wait_ms: int, replica_id: int) -> None:
+                 min_bytes: int, max_wait_ms: int, replica_id: int, listener: str | None = None) -> None:
         super().__init__(max_wait_ms)
+        self.listener = listener
         self.manager = manager
         self.version = version
         self.request = request
@@ -125,7 +126,7 @@ class DelayedFetch(DelayedOperation):
         if self.future.done():
             return
         try:
-            body, _ = self.manager.read_fetch(self.version, self.request, self.parts, self.replica_id)
+            body, _ = self.manager.read_fetch(self.version, self.request, self.parts, self.replica_id, self.listener)
         except Exception as exc:  # surfaced to the connection, which closes
             self.future.set_exception(exc)
             return
@@ -593,12 +594,13 @@ class ReplicaManager:
                                              p.get("last_fetched_epoch", -1)))
         if replica_id >= 0:
             self._record_follower_fetch(replica_id, parts)
-        body, ready = self.read_fetch(version, req, parts, replica_id)
+        listener = ctx.conn.listener.name
+        body, ready = self.read_fetch(version, req, parts, replica_id, listener)
         min_bytes = max(1, min(req.min_bytes, req.max_bytes))
         if ready or req.max_wait_ms <= 0 or not parts or self._fetched_bytes(body) >= min_bytes:
             return body
         self._release_records(body)  # not sent: the fetch is answered by a fresh read later
-        op = DelayedFetch(self, version, req, parts, min_bytes, min(req.max_wait_ms, 300_000), replica_id)
+        op = DelayedFetch(self, version, req, parts, min_bytes, min(req.max_wait_ms, 300_000), replica_id, listener)
         keys = [(p.name, p.partition) for p in parts if p.name is not None]
         self.metrics.waiting_fetches.inc()
         op.future.add_done_callback(lambda _f: self.metrics.waiting_fetches.dec())
@@ -694,8 +696,9 @@ class ReplicaManager:
         return {"leader_id": pimg.leader, "leader_epoch": pimg.leader_epoch}
 
     def read_fetch(self, version: int, req: Obj, parts: list[_FetchPartition],
-                   replica_id: int = -1) -> tuple[Obj, bool]:
-        """Read every requested partition now.  Returns (response body, must-answer-now)."""
+                   replica_id: int = -1, listener: str | None = None) -> tuple[Obj, bool]:
+        """Read every requested partition now.  Returns (response body, must-answer-now); leaders moved
+        elsewhere are named with their address on ``listener`` (the one the client came in on)."""
         remaining = max(0, min(req.max_bytes, self.config.fetch_max_bytes))
         isolation = req.get("isolation_level", 0) or 0
         min_one = True
@@ -756,7 +759,7 @@ class ReplicaManager:
                 remaining = max(0, remaining - region.size)
                 min_one = False
         body = Obj(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
-                   node_endpoints=self._node_endpoints(leaders) if version >= 16 else [])
+                   node_endpoints=self._node_endpoints(leaders, listener) if version >= 16 else [])
         return body, urgent
 
     def _bytes_out_counter(self, topic: str) -> Callable[[int], None]:
@@ -764,11 +767,11 @@ class ReplicaManager:
         metrics = self.metrics
         return lambda nbytes: metrics.bytes_out(topic, nbytes)
 
-    def _node_endpoints(self, nodes: set[int]) -> list[dict[str, Any]]:
+    def _node_endpoints(self, nodes: set[int], listener: str | None) -> list[dict[str, Any]]:
         out = []
         for node in sorted(nodes):
             reg = self.image.brokers.get(node)
-            ep = reg.endpoint() if reg is not None else None
+            ep = (reg.endpoint(listener) or reg.endpoint()) if reg is not None else None
             if reg is not None and ep is not None:
                 out.append({"node_id": node, "host": ep.host, "port": ep.port, "rack": reg.rack})
         return out

@@ -36,6 +36,18 @@ requests and never reads therefore holds a bounded amount of memory.
 
 A malformed frame closes its connection; nothing a client sends reaches past
 that connection.
+
+The server binds one socket per listener (``listeners``, else ``--host``/``--port``),
+TLS listeners through the standard ``ssl`` module; each connection knows its
+listener and its principal (``User:ANONYMOUS``, the client certificate's
+``User:<CN>``, or the SASL user).  On a SASL listener a connection's frames pass a
+gate until it has authenticated (:mod:`broker.security.connection`): only
+ApiVersions, SaslHandshake and SaslAuthenticate are handled, anything else closes
+it, frames are bounded by ``sasl.server.max.receive.size``, raw tokens after a v0
+handshake are answered here, and a failed login is answered and the connection
+closed only after ``connection.failed.authentication.delay.ms``.  Once
+authenticated the gate is off (it stays on, as a clock check, only while a
+re-authentication deadline applies).
 """
 
 from __future__ import annotations
@@ -47,11 +59,19 @@ import inspect
 import logging
 import os
 import socket
+import struct
 import time
 import types
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from broker.security.acl import ANONYMOUS, AuthorizationSession
+from broker.security.connection import ConnectionSecurity
+from broker.security.sasl import SaslError, SaslServer, SaslState
+from broker.security.scram import CredentialStore
+from broker.security.setup import ServerListener, server_listeners
+from broker.security.tls import principal_from_certificate
+from protocol.api import APIS
 from protocol.errors import ProtocolError
 from protocol.framing import FrameReceiver
 from protocol.primitives import ExternalBytes, Obj
@@ -60,6 +80,10 @@ if TYPE_CHECKING:
     from broker.apis import KafkaApis
     from broker.config import BrokerConfig
     from broker.log.segment import SegmentFile
+
+T = TypeVar("T")
+_api_key = struct.Struct(">h")
+_size = struct.Struct(">i")
 
 log = logging.getLogger("kbroker.server")
 
@@ -132,6 +156,12 @@ def release_parts(parts: Any) -> None:
                 part.release()
 
 
+async def _after(delay_s: float, value: T) -> T:
+    if delay_s > 0:
+        await asyncio.sleep(delay_s)
+    return value
+
+
 def _parts_size(parts: list[Any]) -> int:
     if len(parts) == 1:
         part = parts[0]
@@ -161,10 +191,19 @@ class _RegionCursor:
 class KafkaConnection(asyncio.BufferedProtocol):
     """One client connection: frame receiving, ordered responses, back-pressure."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, listener: ServerListener | None = None) -> None:
         self.server = server
         self.apis = server.apis
         config = server.config
+        self.listener = listener or server.listeners[0]
+        #: who is on the other end: User:ANONYMOUS, the certificate's User:<CN>, or the SASL user
+        self.principal = ANONYMOUS
+        #: the principal's cached authorization decisions; None when authorization is off
+        self.session: AuthorizationSession | None = None
+        #: the SASL state of a connection on a SASL listener
+        self.sasl: SaslServer | None = None
+        #: frames pass through _gate first (a SASL connection until it has authenticated)
+        self.gated = False
         self.receiver = FrameReceiver(config.max_frame_bytes, scratch=server.scratch,
                                       initial_frame_bytes=config.message_max_bytes + _REQUEST_SLACK)
         self.transport: asyncio.Transport | None = None
@@ -219,6 +258,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.warning("connection limit %d reached, closing %s", self.server.config.max_connections, self.peer)
             transport.abort()
             self.closed = True
+            return
+        security = self.server.security
+        if self.listener.uses_sasl:
+            self.sasl = security.new_sasl_server()
+            self.gated = True
+            self.receiver.max_frame_bytes = min(self.receiver.max_frame_bytes, security.sasl.max_receive_size)
+            return
+        if self.listener.uses_tls:
+            self.principal = principal_from_certificate(transport.get_extra_info("peercert"))
+        self.session = security.session(self.principal, self.client_host)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -310,6 +359,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- request handling --------------------------------------------------------------
 
     def _handle_frame(self, frame: bytearray) -> None:
+        if self.gated and not self._gate(frame):
+            return
         slot = _Slot()
         self.pending.append(slot)
         try:
@@ -328,6 +379,79 @@ class KafkaConnection(asyncio.BufferedProtocol):
             task.add_done_callback(lambda t, s=slot: self._finish_async(t, s))  # type: ignore[misc]
         else:
             self._complete(slot, result)
+
+    # -- authentication ------------------------------------------------------------------
+
+    def _gate(self, frame: bytearray) -> bool:
+        """Before authentication: True to handle ``frame`` as a request; raw tokens are answered
+        here and anything not allowed yet closes the connection."""
+        sasl = self.sasl
+        assert sasl is not None
+        if sasl.raw_tokens:
+            self._raw_token(sasl, frame)
+            return False
+        if len(frame) < _api_key.size:
+            self.close_after_pending("malformed request")
+            return False
+        (api_key,) = _api_key.unpack_from(frame)
+        if sasl.allows(api_key):
+            return True
+        api = APIS.get(api_key)
+        name = api.name if api is not None else f"API key {api_key}"
+        if sasl.authenticated:
+            self.close_after_pending(f"{name} after the SASL session expired (connections.max.reauth.ms)")
+        else:
+            self.close_after_pending(f"{name} before SASL authentication")
+        return False
+
+    def _raw_token(self, sasl: SaslServer, token: bytearray) -> None:
+        """A SASL token framed on its own (after a v0 SaslHandshake): answered as a bare frame."""
+        slot = _Slot()
+        self.pending.append(slot)
+        before = sasl.state
+        try:
+            answer = sasl.raw_token(token)
+        except SaslError:
+            delayed = self._authentication_failed(sasl, None)
+            task = asyncio.ensure_future(delayed)
+            self.tasks.add(task)
+            task.add_done_callback(lambda t, s=slot: self._finish_async(t, s))  # type: ignore[misc]
+            return
+        if before is not SaslState.COMPLETE and sasl.authenticated:
+            self._authenticated(sasl)
+        self._complete(slot, [_size.pack(len(answer)) + answer])
+
+    def sasl_step(self, step: Callable[[SaslServer], T]) -> T | Awaitable[T]:
+        """Run one SaslHandshake / SaslAuthenticate step and settle the connection: authenticated
+        (the principal takes over), or failed (the answer waits out the delay, then the connection
+        closes).  Returns the response body, or an awaitable of it."""
+        sasl = self.sasl
+        assert sasl is not None
+        before = sasl.state
+        body = step(sasl)
+        if sasl.failed:
+            return self._authentication_failed(sasl, body)
+        if before is not SaslState.COMPLETE and sasl.authenticated:
+            self._authenticated(sasl)
+        return body
+
+    def _authenticated(self, sasl: SaslServer) -> None:
+        assert sasl.principal is not None
+        security = self.server.security
+        self.principal = sasl.principal
+        self.session = security.session(self.principal, self.client_host)
+        self.receiver.max_frame_bytes = self.server.config.max_frame_bytes
+        self.gated = sasl.session_expires_at is not None  # KIP-368: the session's end is checked per request
+        security.authenticated(self.listener.name, sasl.mechanism or "", self.principal, self.peer)
+
+    def _authentication_failed(self, sasl: SaslServer, body: T) -> Awaitable[T]:
+        """Log and count the failure and stop reading; ``body`` is given back only after the delay,
+        and the connection closes once it is sent."""
+        security = self.server.security
+        security.authentication_failed(self.listener.name, sasl.mechanism, sasl.failure_reason or "failed",
+                                       self.peer)
+        self.close_after_pending("authentication failed")
+        return _after(security.failed_authentication_delay_s, body)
 
     def _finish_async(self, task: asyncio.Future[Any], slot: _Slot) -> None:
         self.tasks.discard(task)
@@ -580,14 +704,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
 class KafkaServer:
     """Listener and connection registry: limits, idle reaping, graceful stop."""
 
-    def __init__(self, config: BrokerConfig, apis: KafkaApis | None = None) -> None:
+    def __init__(self, config: BrokerConfig, apis: KafkaApis | None = None, *,
+                 listeners: Sequence[ServerListener] | None = None, security: ConnectionSecurity | None = None) -> None:
         self.config = config
         self.apis: KafkaApis = apis  # type: ignore[assignment]  # set before serve()
+        self.listeners: tuple[ServerListener, ...] = (tuple(listeners) if listeners is not None
+                                                      else server_listeners(config))
+        self.security = security if security is not None else ConnectionSecurity(CredentialStore())
         self.connections: set[KafkaConnection] = set()
         #: where connections read small requests (shared: they all run on one event loop)
         self.scratch = bytearray(SCRATCH_BYTES)
-        self.server: asyncio.base_events.Server | None = None
-        self._write_buffer_bytes = max(1, config.connection_write_buffer_bytes)
+        #: one asyncio server per listener, and the address each is bound to
+        self.servers: dict[str, asyncio.base_events.Server] = {}
+        self.bound: dict[str, tuple[str, int]] = {}
         self.zero_copy = True
         self.sendfile_bytes = 0
         #: bytes of answered responses not yet handed to a socket, over all connections
@@ -597,7 +726,7 @@ class KafkaServer:
 
     @property
     def write_buffer_bytes(self) -> int:
-        return self._write_buffer_bytes
+        return max(1, self.config.connection_write_buffer_bytes)  # a dynamic setting: read when used
 
     def buffered_bytes(self) -> int:
         """Bytes held in the connections' user-space write buffers."""
@@ -635,20 +764,33 @@ class KafkaServer:
         self.apis.metrics.connections.set(len(self.connections))
 
     async def bind(self) -> tuple[str, int]:
-        """Listen on the configured address without accepting yet (connections wait in the backlog)."""
+        """Listen on every listener without accepting yet (connections wait in the backlog);
+        returns the first listener's address (:attr:`bound` has them all)."""
         loop = asyncio.get_running_loop()
-        self.server = await loop.create_server(
-            lambda: KafkaConnection(self), self.config.host, self.config.port, reuse_address=True, backlog=1024,
-            start_serving=False,
-        )
-        sock = self.server.sockets[0]
-        host, port = sock.getsockname()[:2]
-        return host, port
+        try:
+            for listener in self.listeners:
+                kwargs: dict[str, Any] = {}
+                if listener.ssl_context is not None:
+                    kwargs = {"ssl": listener.ssl_context,
+                              "ssl_handshake_timeout": self.config.ssl_handshake_timeout_ms / 1000}
+                server = await loop.create_server(
+                    lambda lst=listener: KafkaConnection(self, lst),  # type: ignore[misc]
+                    listener.listener.bind_host, listener.listener.port, reuse_address=True, backlog=1024,
+                    start_serving=False, **kwargs)
+                self.servers[listener.name] = server
+                self.bound[listener.name] = server.sockets[0].getsockname()[:2]
+        except BaseException:
+            for server in self.servers.values():
+                server.close()
+            self.servers.clear()
+            raise
+        return self.bound[self.listeners[0].name]
 
     async def serve(self) -> None:
         """Start accepting connections (``apis`` must be set)."""
-        assert self.server is not None and self.apis is not None
-        await self.server.start_serving()
+        assert self.servers and self.apis is not None
+        for server in self.servers.values():
+            await server.start_serving()
         self._reaper = asyncio.ensure_future(self._reap_idle())
 
     async def start(self) -> tuple[str, int]:
@@ -669,8 +811,8 @@ class KafkaServer:
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop accepting, let in-flight requests finish (up to ``grace_s``), close connections."""
-        if self.server is not None:
-            self.server.close()
+        for server in self.servers.values():
+            server.close()
         if self._reaper is not None:
             self._reaper.cancel()
         deadline = time.monotonic() + grace_s
@@ -678,8 +820,8 @@ class KafkaServer:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
             conn.close_after_flush()
-        if self.server is not None:
+        for server in self.servers.values():
             try:
-                await asyncio.wait_for(self.server.wait_closed(), timeout=1.0)
+                await asyncio.wait_for(server.wait_closed(), timeout=1.0)
             except TimeoutError:
                 pass

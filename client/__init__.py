@@ -6,6 +6,7 @@ Synchronous wrappers for scripts and Spark executors live in :mod:`client.sync`.
 from client.admin import Admin
 from client.consumer import Consumer
 from client.errors import (
+    AuthenticationError,
     CommitFailedError,
     ConcurrentAccessError,
     ConfigError,
@@ -16,6 +17,8 @@ from client.errors import (
 )
 from client.producer import Producer
 from client.types import (
+    Acl,
+    AclFilter,
     ConfigEntry,
     ConsumerRebalanceListener,
     NewTopic,
@@ -23,14 +26,15 @@ from client.types import (
     OffsetAndTimestamp,
     Record,
     RecordMetadata,
+    ScramCredentialInfo,
     TopicPartition,
     TransactionDescription,
     TransactionListing,
 )
 
 __all__ = [
-    "Admin", "CommitFailedError", "ConcurrentAccessError", "ConfigEntry", "ConfigError", "Consumer", "ConsumerRebalanceListener",
-    "IllegalStateError", "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata",
-    "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata", "TopicPartition", "TransactionDescription",
-    "TransactionListing",
+    "Acl", "AclFilter", "Admin", "AuthenticationError", "CommitFailedError", "ConcurrentAccessError", "ConfigEntry",
+    "ConfigError", "Consumer", "ConsumerRebalanceListener", "IllegalStateError", "KafkaConnectionError", "KafkaError",
+    "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata", "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata",
+    "ScramCredentialInfo", "TopicPartition", "TransactionDescription", "TransactionListing",
 ]

@@ -1,8 +1,11 @@
-"""The asyncio Admin client: topics, partitions, groups, offsets with lag, cluster, configs."""
+"""The asyncio Admin client: topics, partitions, groups, offsets with lag, cluster, configs, ACLs and
+users' SCRAM credentials (KIP-554: the password is salted and iterated here, only the salted
+password travels)."""
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -13,6 +16,8 @@ from client.errors import IllegalStateError, KafkaError
 from client.net import NetworkClient
 from client.offsets import LATEST, fetch_committed, list_offsets
 from client.types import (
+    Acl,
+    AclFilter,
     BrokerNode,
     ClusterDescription,
     ConfigEntry,
@@ -21,12 +26,21 @@ from client.types import (
     MemberDescription,
     NewTopic,
     PartitionOffsetInfo,
+    ScramCredentialInfo,
     TopicPartition,
     TransactionDescription,
     TransactionListing,
 )
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.security_types import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    ScramMechanism,
+    salted_password,
+)
 from protocol.timer_service import WheelTimer
 
 RESOURCE_TOPIC = 2
@@ -286,3 +300,122 @@ class Admin:
         ends = await list_offsets(self.net, dict.fromkeys(present, LATEST)) if present else {}
         return {tp: PartitionOffsetInfo(om.offset, om.metadata, ends[tp][0], max(0, ends[tp][0] - om.offset))
                 for tp, om in present.items()}
+
+    # -- ACLs --------------------------------------------------------------------------------------
+
+    async def create_acls(self, acls: Iterable[Acl]) -> None:
+        """Create ACLs (creating one that exists is no error); raises on the first refusal."""
+        items = list(acls)
+        body = {"creations": [_acl_body(a) for a in items]}
+        _, resp = await self.net.send_any(ApiKey.CREATE_ACLS, body)
+        for acl, r in zip(items, resp.results, strict=True):
+            if r.error_code:
+                raise KafkaError(r.error_code, f"create ACL {acl}: {r.error_message or ''}")
+
+    async def describe_acls(self, acl_filter: AclFilter | None = None) -> list[Acl]:
+        _, resp = await self.net.send_any(ApiKey.DESCRIBE_ACLS, _filter_body(acl_filter or AclFilter()))
+        if resp.error_code:
+            raise KafkaError(resp.error_code, f"describe ACLs: {resp.error_message or ''}")
+        return [Acl(ResourceType.from_code(r.resource_type).name, r.resource_name, a.principal,
+                    AclOperation.from_code(a.operation).name, AclPermissionType.from_code(a.permission_type).name,
+                    PatternType.from_code(r.pattern_type).name, a.host)
+                for r in resp.resources for a in r.acls]
+
+    async def delete_acls(self, filters: Iterable[AclFilter]) -> list[Acl]:
+        """Delete every ACL a filter matches; returns those deleted."""
+        _, resp = await self.net.send_any(ApiKey.DELETE_ACLS, {"filters": [_filter_body(f) for f in filters]})
+        deleted: list[Acl] = []
+        for r in resp.filter_results:
+            if r.error_code:
+                raise KafkaError(r.error_code, f"delete ACLs: {r.error_message or ''}")
+            deleted += [Acl(ResourceType.from_code(m.resource_type).name, m.resource_name, m.principal,
+                            AclOperation.from_code(m.operation).name,
+                            AclPermissionType.from_code(m.permission_type).name,
+                            PatternType.from_code(m.pattern_type).name, m.host) for m in r.matching_acls]
+        return deleted
+
+    # -- users (SCRAM credentials) -----------------------------------------------------------------
+
+    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None
+                                              ) -> dict[str, list[ScramCredentialInfo]]:
+        """Every user's credentials (or the named users'; an unknown one raises RESOURCE_NOT_FOUND)."""
+        names = list(users) if users is not None else None
+        body = {"users": None if not names else [{"name": n} for n in names]}
+        _, resp = await self.net.send_any(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, body)
+        if resp.error_code:
+            raise KafkaError(resp.error_code, f"describe users: {resp.error_message or ''}")
+        out: dict[str, list[ScramCredentialInfo]] = {}
+        for r in resp.results:
+            if r.error_code:
+                raise KafkaError(r.error_code, f"describe user {r.user!r}: {r.error_message or ''}")
+            out[r.user] = [ScramCredentialInfo(_mechanism(c.mechanism), c.iterations) for c in r.credential_infos]
+        return out
+
+    async def alter_user_scram_credentials(self, *, upsertions: Iterable[tuple[str, str, str]] = (),
+                                           deletions: Iterable[tuple[str, str]] = (),
+                                           iterations: int = 4096) -> None:
+        """Set ``(user, mechanism, password)`` credentials and delete ``(user, mechanism)`` ones;
+        raises on the first refusal.  Mechanisms are SCRAM-SHA-256 and SCRAM-SHA-512.
+
+        A request may change each user once (KIP-554), so several mechanisms of one user take
+        several requests, sent one after the other.
+        """
+        pending: list[tuple[str, str, dict[str, Any]]] = []
+        for user, mechanism, password in upsertions:
+            m = _scram(mechanism)
+            salt = secrets.token_bytes(32)
+            pending.append((user, "upsertions", {"name": user, "mechanism": int(m), "iterations": iterations,
+                                                 "salt": salt,
+                                                 "salted_password": salted_password(m, password, salt, iterations)}))
+        pending += [(user, "deletions", {"name": user, "mechanism": int(_scram(mechanism))})
+                    for user, mechanism in deletions]
+        while pending:
+            body: dict[str, list[dict[str, Any]]] = {"deletions": [], "upsertions": []}
+            named: set[str] = set()
+            later = []
+            for user, kind, entry in pending:
+                if user in named:
+                    later.append((user, kind, entry))
+                else:
+                    named.add(user)
+                    body[kind].append(entry)
+            _, resp = await self.net.send_any(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, body)
+            for r in resp.results:
+                if r.error_code:
+                    raise KafkaError(r.error_code, f"alter user {r.user!r}: {r.error_message or ''}")
+            pending = later
+
+
+def _named(enum: Any, name: str, what: str) -> int:
+    try:
+        return int(enum.from_name(name))
+    except ValueError:
+        raise ValueError(f"unknown {what} {name!r}") from None
+
+
+def _acl_body(a: Acl) -> dict[str, Any]:
+    return {"resource_type": _named(ResourceType, a.resource_type, "resource type"), "resource_name": a.resource_name,
+            "resource_pattern_type": _named(PatternType, a.pattern_type, "pattern type"), "principal": a.principal,
+            "host": a.host, "operation": _named(AclOperation, a.operation, "operation"),
+            "permission_type": _named(AclPermissionType, a.permission, "permission")}
+
+
+def _filter_body(f: AclFilter) -> dict[str, Any]:
+    return {"resource_type_filter": _named(ResourceType, f.resource_type, "resource type"),
+            "resource_name_filter": f.resource_name,
+            "pattern_type_filter": _named(PatternType, f.pattern_type, "pattern type"),
+            "principal_filter": f.principal, "host_filter": f.host,
+            "operation": _named(AclOperation, f.operation, "operation"),
+            "permission_type": _named(AclPermissionType, f.permission, "permission")}
+
+
+def _scram(mechanism: str) -> ScramMechanism:
+    m = ScramMechanism.from_sasl_name(mechanism.strip().upper())
+    if m is None:
+        raise ValueError(f"unknown SCRAM mechanism {mechanism!r} (SCRAM-SHA-256 or SCRAM-SHA-512)")
+    return m
+
+
+def _mechanism(code: int) -> str:
+    m = ScramMechanism.from_code(code)
+    return m.sasl_name if m is not None else f"UNKNOWN({code})"

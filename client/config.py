@@ -1,8 +1,13 @@
 """Configuration of producers, consumers and admin clients: names, defaults, validation.
 
-Names follow the Kafka / aiokafka conventions (``session_timeout_ms``, ``linger_ms``...).
+Names follow the Kafka / aiokafka conventions (``session_timeout_ms``, ``linger_ms``...); the Java /
+librdkafka spelling with dots is accepted too (``**{"security.protocol": "SASL_SSL"}``).
 Unknown names and invalid values raise :class:`~client.errors.ConfigError` at construction
-time, never later inside the event loop.
+time, never later inside the event loop (TLS files are loaded then too).
+
+Security (see :mod:`client.security`): ``security_protocol``, ``sasl_mechanism``, ``sasl_username``,
+``sasl_password``, ``ssl_cafile``, ``ssl_certfile``, ``ssl_keyfile``, ``ssl_keyfile_password``,
+``ssl_endpoint_identification_algorithm``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from client.errors import ConfigError
+from client.security import ClientSecurity
 from protocol import records
 
 COMPRESSION_CODECS: dict[str | None, int] = {
@@ -54,6 +60,14 @@ class CommonConfig:
     metadata_max_age_ms: int = 300000
     connections_max_idle_ms: int = 540000
     security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    ssl_keyfile_password: str | None = field(default=None, repr=False)
+    ssl_endpoint_identification_algorithm: str = "https"
     api_version: str = "auto"
 
     def validate(self) -> None:
@@ -64,8 +78,15 @@ class CommonConfig:
                 raise ConfigError(f"{name} must be a non-negative int")
         if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
             raise ConfigError("reconnect_backoff_max_ms < reconnect_backoff_ms")
-        if self.security_protocol != "PLAINTEXT":
-            raise ConfigError("only security_protocol='PLAINTEXT' is supported")
+        try:
+            self.security = ClientSecurity.from_settings(
+                security_protocol=self.security_protocol, sasl_mechanism=self.sasl_mechanism,
+                sasl_username=self.sasl_username, sasl_password=self.sasl_password, ssl_cafile=self.ssl_cafile,
+                ssl_certfile=self.ssl_certfile, ssl_keyfile=self.ssl_keyfile,
+                ssl_keyfile_password=self.ssl_keyfile_password,
+                ssl_endpoint_identification_algorithm=self.ssl_endpoint_identification_algorithm)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 @dataclass
@@ -172,11 +193,18 @@ C = TypeVar("C", bound=CommonConfig)
 
 
 def build_config(cls: type[C], kwargs: dict[str, Any]) -> C:
-    """``cls(**kwargs)`` validated; unknown names are a :class:`ConfigError` listing them."""
+    """``cls(**kwargs)`` validated; names may use dots (``security.protocol``); unknown names are a
+    :class:`ConfigError` listing them."""
     names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(kwargs) - names)
+    normalised: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        name = key.replace(".", "_")
+        if name in normalised:
+            raise ConfigError(f"config {key} is given twice (as {name} too)")
+        normalised[name] = value
+    unknown = sorted(set(normalised) - names)
     if unknown:
         raise ConfigError(f"unknown config {', '.join(unknown)} for {cls.__name__}")
-    cfg = cls(**kwargs)
+    cfg = cls(**normalised)
     cfg.validate()
     return cfg

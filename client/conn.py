@@ -7,7 +7,10 @@ made (pipelined); responses are matched to requests by correlation id (Kafka ans
 order on a connection, which is also checked).  Each request has a deadline on the shared
 :class:`~protocol.timer_service.WheelTimer`; a timed-out request closes the connection,
 because every later response on it is now suspect.  ``open()`` negotiates versions with
-ApiVersions: for every API, the highest version both sides speak.
+ApiVersions: for every API, the highest version both sides speak; with a
+:class:`~client.security.ClientSecurity` it first does the TLS handshake (SSL, SASL_SSL) and
+afterwards authenticates with SaslHandshake v1 and SaslAuthenticate (SASL_PLAINTEXT, SASL_SSL).
+A refused login or certificate raises :class:`~client.errors.AuthenticationError`.
 
 :class:`Backoff` is the pure reconnect policy: exponential from ``reconnect_backoff_ms`` to
 ``reconnect_backoff_max_ms`` with ±20 % jitter.
@@ -17,11 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError, UnsupportedVersionError
+from client.errors import (
+    AuthenticationError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
+from client.security import ClientSecurity, SaslClientExchange, SaslExchangeError
 from protocol.api import APIS, ApiKey, decode_response, encode_request, response_correlation_id
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
@@ -83,8 +94,10 @@ class Connection(asyncio.BufferedProtocol):
     """A connection to ``host:port``; ``request()`` is safe to call concurrently from many tasks."""
 
     def __init__(self, node_id: int, host: str, port: int, *, client_id: str | None, timers: WheelTimer,
-                 request_timeout_ms: int, on_close: Callable[[Connection], None] | None = None) -> None:
+                 request_timeout_ms: int, on_close: Callable[[Connection], None] | None = None,
+                 security: ClientSecurity | None = None) -> None:
         self.node_id = node_id
+        self.security = security
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -108,16 +121,50 @@ class Connection(asyncio.BufferedProtocol):
     async def open(self, timeout_ms: int | None = None) -> None:
         loop = asyncio.get_running_loop()
         timeout = (timeout_ms or self.request_timeout_ms) / 1000
+        security = self.security
+        tls = security.ssl_context if security is not None and security.uses_tls else None
         try:
-            await asyncio.wait_for(loop.create_connection(lambda: self, self.host, self.port), timeout)
+            await asyncio.wait_for(loop.create_connection(
+                lambda: self, self.host, self.port, ssl=tls, server_hostname=self.host if tls is not None else None,
+            ), timeout)
+        except ssl.SSLCertVerificationError as exc:
+            self._closed = True
+            raise AuthenticationError(f"TLS to {self.host}:{self.port}: the broker's certificate does not "
+                                      f"verify ({exc.verify_message or exc.reason})") from exc
         except (OSError, TimeoutError) as exc:
             self._closed = True
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         try:
             await self._negotiate()
+            if security is not None and security.uses_sasl:
+                await self._authenticate(security)
         except BaseException:
             self.close()
             raise
+
+    async def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then SaslAuthenticate round trips until the exchange completes."""
+        mechanism = security.sasl_mechanism
+        where = f"{self.host}:{self.port}"
+        if not self.supports(ApiKey.SASL_HANDSHAKE, 1) or not self.supports(ApiKey.SASL_AUTHENTICATE):
+            raise AuthenticationError(f"{where} does not speak SaslHandshake v1 / SaslAuthenticate")
+        resp = await self.request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism}, version=1)
+        if resp.error_code:
+            enabled = ", ".join(resp.mechanisms or []) or "none"
+            raise AuthenticationError(f"{where} does not accept SASL mechanism {mechanism} "
+                                      f"(enabled: {enabled})", resp.error_code)
+        assert security.sasl_username is not None and security.sasl_password is not None
+        exchange = SaslClientExchange(mechanism, security.sasl_username, security.sasl_password)
+        token: bytes | None = exchange.first()
+        try:
+            while token is not None:
+                resp = await self.request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
+                if resp.error_code:
+                    detail = resp.error_message or ErrorCode.from_code(resp.error_code).name
+                    raise AuthenticationError(f"{where}: {detail}", resp.error_code)
+                token = exchange.respond(resp.auth_bytes)
+        except SaslExchangeError as exc:
+            raise AuthenticationError(f"{where}: {exc}") from None
 
     async def _negotiate(self) -> None:
         version = APIS[ApiKey.API_VERSIONS].max_version

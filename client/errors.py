@@ -11,7 +11,7 @@ from __future__ import annotations
 from protocol.error_codes import ErrorCode, KafkaError
 
 __all__ = [
-    "CommitFailedError", "ConcurrentAccessError", "ConfigError", "ErrorCode", "IllegalStateError",
+    "AuthenticationError", "CommitFailedError", "ConcurrentAccessError", "ConfigError", "ErrorCode", "IllegalStateError",
     "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NoOffsetForPartitionError",
     "RecordTooLargeError", "UnsupportedVersionError", "raise_for_code",
 ]
@@ -37,6 +37,13 @@ class KafkaTimeoutError(_LocalError):
     """A request or operation did not complete in time."""
 
     default_code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class AuthenticationError(_LocalError):
+    """The broker refused this client's credentials (SASL), its TLS certificate did not verify, or the
+    broker's SCRAM signature was wrong.  Not retriable: retrying with the same settings fails again."""
+
+    default_code = ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
 class IllegalStateError(_LocalError):

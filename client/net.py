@@ -152,7 +152,8 @@ class NetworkClient:
                 await asyncio.sleep(wait_ms / 1000)
             backoff.on_attempt(self.timers.now_ms())
             conn = Connection(node_id, node.host, node.port, client_id=self.config.client_id, timers=self.timers,
-                              request_timeout_ms=self.config.request_timeout_ms, on_close=self._on_conn_close)
+                              request_timeout_ms=self.config.request_timeout_ms, on_close=self._on_conn_close,
+                              security=self.config.security)
             try:
                 await conn.open()
             except KafkaError:

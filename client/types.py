@@ -117,6 +117,47 @@ class PartitionOffsetInfo:
     lag: int
 
 
+@dataclass(frozen=True)
+class Acl:
+    """One ACL, with Kafka's names: ``Acl("TOPIC", "orders-", "User:alice", "WRITE", pattern_type="PREFIXED")``.
+
+    ``resource_type`` TOPIC, GROUP, CLUSTER (name ``kafka-cluster``) or TRANSACTIONAL_ID;
+    ``pattern_type`` LITERAL (``*`` = every name) or PREFIXED; ``operation`` ALL, READ, WRITE, CREATE,
+    DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS or IDEMPOTENT_WRITE;
+    ``permission`` ALLOW or DENY; ``host`` an address or ``*``.
+    """
+
+    resource_type: str
+    resource_name: str
+    principal: str
+    operation: str
+    permission: str = "ALLOW"
+    pattern_type: str = "LITERAL"
+    host: str = "*"
+
+
+@dataclass(frozen=True)
+class AclFilter:
+    """Which ACLs DescribeAcls / DeleteAcls select: None and ANY match anything; pattern type MATCH
+    selects the ACLs that apply to ``resource_name`` (LITERAL, ``*`` and matching PREFIXED ones)."""
+
+    resource_type: str = "ANY"
+    resource_name: str | None = None
+    pattern_type: str = "ANY"
+    principal: str | None = None
+    host: str | None = None
+    operation: str = "ANY"
+    permission: str = "ANY"
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    """A user's SCRAM credential as DescribeUserScramCredentials shows it (no key material)."""
+
+    mechanism: str
+    iterations: int
+
+
 class ConsumerRebalanceListener:
     """Callbacks around rebalances; each may be a plain function or a coroutine function.
 

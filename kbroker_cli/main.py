@@ -17,8 +17,16 @@
     kbroker produce orders --file data.txt --key-separator :
     kbroker consume orders --offset beginning --exit --format '%p/%o %k=%s\\n'
     kbroker consume orders --group billing --count 10
+    kbroker acls add --allow-principal User:alice --operation WRITE --topic orders- --resource-pattern-type prefixed
+    kbroker acls list --topic orders
+    kbroker users add alice --password-file alice.pass
+    kbroker --command-config admin.properties users list
 
-The broker is ``--bootstrap-servers`` / ``KBROKER_BOOTSTRAP`` (default ``127.0.0.1:9092``).
+The broker is ``--bootstrap-servers`` / ``KBROKER_BOOTSTRAP`` (default ``127.0.0.1:9092``).  Security
+settings (the Java / librdkafka names ``security.protocol``, ``sasl.mechanism``, ``sasl.username``,
+``sasl.password``, ``ssl.cafile``, ``ssl.certfile``, ``ssl.keyfile``, ...) come from
+``--command-config FILE`` (``key=value`` lines, as Kafka's tools read them), then ``-X key=value``, then
+the named flags (``--security-protocol`` ...).
 Exit codes: 0 success, 1 error (the message is on stderr), 2 usage error.
 """
 
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import json
 import os
 import re
@@ -34,11 +43,18 @@ import signal
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
 
-from client import Admin, Consumer, NewTopic, Producer
-from client.errors import ConfigError, KafkaConnectionError, KafkaError, KafkaTimeoutError
+from client import Acl, AclFilter, Admin, Consumer, NewTopic, Producer
+from client.config import AdminConfig, build_config
+from client.errors import (
+    AuthenticationError,
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 from client.offsets import LATEST, list_offsets
 from client.types import Record, TopicPartition
 from protocol.api import ApiKey
@@ -78,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="give up on a request (or connecting) after this long (default 10)")
     p.add_argument("--client-id", default="kbroker-cli", help="client id sent to the broker")
+    sec = p.add_argument_group("security", "how to reach a secured listener (also in --command-config)")
+    sec.add_argument("--command-config", metavar="FILE",
+                     help="client settings as key=value lines (security.protocol=SASL_SSL, sasl.password=...)")
+    sec.add_argument("-X", dest="client_config", action="append", default=[], metavar="KEY=VALUE",
+                     help="a client setting, e.g. -X security.protocol=SSL (repeatable)")
+    for flag, metavar in (("--security-protocol", "PROTOCOL"), ("--sasl-mechanism", "MECHANISM"),
+                          ("--sasl-username", "NAME"), ("--sasl-password", "PASSWORD"), ("--ssl-cafile", "PEM"),
+                          ("--ssl-certfile", "PEM"), ("--ssl-keyfile", "PEM")):
+        sec.add_argument(flag, metavar=metavar, help=f"same as -X {flag[2:].replace('-', '.')}=...")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="log the client's activity on stderr (-v info, -vv debug)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -189,7 +214,57 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("-e", "--exit", action="store_true",
                     help="exit once the end of every partition (as of when it was assigned) is reached")
     co.add_argument("--null", default="", metavar="TEXT", help="text printed for a null key or value")
+
+    acls = sub.add_parser("acls", help="add, list and remove ACLs (the broker needs authorizer.enabled=true)")
+    asub = acls.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    a = asub.add_parser("add", help="allow or deny principals operations on a resource")
+    a.add_argument("--allow-principal", action="append", default=[], metavar="User:NAME")
+    a.add_argument("--deny-principal", action="append", default=[], metavar="User:NAME")
+    a.add_argument("--operation", action="append", default=[], metavar="OP",
+                   help="READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, "
+                        "ALTER_CONFIGS, IDEMPOTENT_WRITE or ALL (repeatable)")
+    a.add_argument("--host", default="*", help="the client address it applies to (default * = any)")
+    _acl_resource_args(a, pattern_default="literal")
+    a = asub.add_parser("list", help="ACLs, optionally of one resource or principal")
+    _acl_resource_args(a, pattern_default="any")
+    a.add_argument("--principal", metavar="User:NAME")
+    a.add_argument("--json", action="store_true")
+    a = asub.add_parser("remove", help="remove the ACLs matching every criterion given")
+    _acl_resource_args(a, pattern_default="any")
+    a.add_argument("--principal", metavar="User:NAME")
+    a.add_argument("--operation", metavar="OP")
+    a.add_argument("--permission", choices=("allow", "deny"))
+    a.add_argument("--host")
+    a.add_argument("--all", action="store_true", help="remove every ACL (no other criterion needed)")
+
+    users = sub.add_parser("users", help="add, list and remove SASL/SCRAM users")
+    usub = users.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    u = usub.add_parser("add", help="create a user, or set a user's password (the broker stores a salted hash)")
+    u.add_argument("name")
+    u.add_argument("--password", help="the password (visible to other users of this machine: prefer "
+                                      "--password-file or standard input)")
+    u.add_argument("--password-file", metavar="FILE", help="read the password from the first line of FILE")
+    u.add_argument("--mechanism", action="append", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+                   help="default: both (PLAIN logins check either)")
+    u.add_argument("--iterations", type=int, default=4096, help="4096..16384 (default 4096)")
+    u = usub.add_parser("list", help="users and their SCRAM mechanisms")
+    u.add_argument("--json", action="store_true")
+    u = usub.add_parser("remove", help="delete a user's credentials")
+    u.add_argument("name")
+    u.add_argument("--mechanism", action="append", choices=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+                   help="only this mechanism's credential (default: all of them)")
     return p
+
+
+def _acl_resource_args(parser: argparse.ArgumentParser, *, pattern_default: str) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--topic", metavar="NAME", help="a topic (or prefix); * for every topic")
+    group.add_argument("--group", metavar="NAME", help="a consumer group (or prefix); * for every group")
+    group.add_argument("--transactional-id", metavar="ID")
+    group.add_argument("--cluster", action="store_true", help="the cluster (kafka-cluster)")
+    choices = ("literal", "prefixed") if pattern_default == "literal" else ("any", "match", "literal", "prefixed")
+    parser.add_argument("--resource-pattern-type", default=pattern_default, choices=choices,
+                        help=f"how the resource name matches (default {pattern_default})")
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -200,10 +275,45 @@ class Ctx:
     bootstrap: str
     timeout_ms: int
     client_id: str
+    #: security settings with their Java / librdkafka names (security.protocol, ...)
+    security: dict[str, str] = field(default_factory=dict)
 
     def common(self) -> dict[str, Any]:
         return {"bootstrap_servers": self.bootstrap, "client_id": self.client_id,
-                "request_timeout_ms": self.timeout_ms}
+                "request_timeout_ms": self.timeout_ms, **self.security}
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """``key=value`` (or ``key: value``) lines of a Java-style properties file; ``#``/``!`` comments."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError as exc:
+        raise UsageError(f"--command-config {path}: {exc.strerror or exc}") from None
+    out: dict[str, str] = {}
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            key, sep, value = line.partition(":")
+        if not sep or not key.strip():
+            raise UsageError(f"--command-config {path}: line {lineno}: expected key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def security_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The client settings of --command-config, -X and the named flags, later ones winning."""
+    settings = read_properties(args.command_config) if args.command_config else {}
+    settings.update(_parse_kv(args.client_config, "-X"))
+    for name in ("security_protocol", "sasl_mechanism", "sasl_username", "sasl_password", "ssl_cafile",
+                 "ssl_certfile", "ssl_keyfile"):
+        value = getattr(args, name)
+        if value is not None:
+            settings[name.replace("_", ".")] = value
+    return settings
 
 
 def _err(message: str) -> None:
@@ -236,6 +346,8 @@ def _explain(exc: KafkaError, what: str = "") -> str:
 async def _topic_partitions(admin: Admin, topic: str) -> list[int]:
     md = await admin.net.refresh_metadata()
     info = md.topics.get(topic)
+    if info is not None and info.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+        raise CliError(f"not authorized to describe topic {topic!r}")
     if info is None or (info.error_code and not info.partitions):
         raise CliError(f"topic {topic!r} does not exist")
     return sorted(info.partitions)
@@ -911,6 +1023,164 @@ async def _at_end(consumer: Consumer, assigned: set[TopicPartition], ends: dict[
     return True
 
 
+# -- ACLs and users --------------------------------------------------------------------------------
+
+
+def _acl_resource(args: argparse.Namespace) -> tuple[str, str | None]:
+    if args.topic is not None:
+        return "TOPIC", args.topic
+    if args.group is not None:
+        return "GROUP", args.group
+    if args.transactional_id is not None:
+        return "TRANSACTIONAL_ID", args.transactional_id
+    if args.cluster:
+        return "CLUSTER", "kafka-cluster"
+    return "ANY", None
+
+
+def _acl_rows(acls: list[Acl]) -> list[list[str]]:
+    rows = [["PRINCIPAL", "PERMISSION", "OPERATION", "RESOURCE-TYPE", "PATTERN", "RESOURCE", "HOST"]]
+    for a in sorted(acls, key=lambda a: (a.resource_type, a.resource_name, a.principal, a.operation)):
+        rows.append([a.principal, a.permission, a.operation, a.resource_type, a.pattern_type, a.resource_name,
+                     a.host])
+    return rows
+
+
+def _acl_json(a: Acl) -> dict[str, str]:
+    return {"principal": a.principal, "permission": a.permission, "operation": a.operation,
+            "resource_type": a.resource_type, "pattern_type": a.pattern_type, "resource_name": a.resource_name,
+            "host": a.host}
+
+
+def _explain_acl_error(exc: KafkaError) -> CliError:
+    if exc.code == ErrorCode.SECURITY_DISABLED:
+        return CliError("the broker has no authorizer (start it with --set authorizer.enabled=true)")
+    if exc.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+        return CliError("not authorized: managing ACLs needs ALTER (listing them DESCRIBE) on the cluster")
+    return CliError(_explain(exc))
+
+
+async def acls_add(ctx: Ctx, args: argparse.Namespace) -> int:
+    resource_type, name = _acl_resource(args)
+    if name is None:
+        raise UsageError("name the resource: --topic, --group, --transactional-id or --cluster")
+    if not args.allow_principal and not args.deny_principal:
+        raise UsageError("give --allow-principal or --deny-principal")
+    if not args.operation:
+        raise UsageError("give --operation")
+    pattern = args.resource_pattern_type.upper()
+    acls = [Acl(resource_type, name, principal, op.upper(), permission, pattern, args.host)
+            for permission, principals in (("ALLOW", args.allow_principal), ("DENY", args.deny_principal))
+            for principal in principals for op in args.operation]
+    async with _admin(ctx) as admin:
+        try:
+            await admin.create_acls(acls)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        except KafkaError as exc:
+            raise _explain_acl_error(exc) from None
+    print(f"added {len(acls)} ACL(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _acl_filter(args: argparse.Namespace) -> AclFilter:
+    resource_type, name = _acl_resource(args)
+    return AclFilter(resource_type, name, args.resource_pattern_type.upper(), args.principal,
+                     getattr(args, "host", None), (getattr(args, "operation", None) or "ANY").upper(),
+                     (getattr(args, "permission", None) or "ANY").upper())
+
+
+async def acls_list(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        try:
+            acls = await admin.describe_acls(_acl_filter(args))
+        except KafkaError as exc:
+            raise _explain_acl_error(exc) from None
+    if args.json:
+        print(json.dumps([_acl_json(a) for a in acls]))
+    elif acls:
+        _table(_acl_rows(acls), sys.stdout)
+    return EXIT_OK
+
+
+async def acls_remove(ctx: Ctx, args: argparse.Namespace) -> int:
+    acl_filter = _acl_filter(args)
+    if not args.all and acl_filter == AclFilter():
+        raise UsageError("give a resource, --principal, --operation, --permission or --host (or --all)")
+    async with _admin(ctx) as admin:
+        try:
+            removed = await admin.delete_acls([acl_filter])
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        except KafkaError as exc:
+            raise _explain_acl_error(exc) from None
+    if removed:
+        _table(_acl_rows(removed), sys.stdout)
+    print(f"removed {len(removed)} ACL(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    if args.password is not None and args.password_file is not None:
+        raise UsageError("give --password or --password-file, not both")
+    if args.password is not None:
+        password = args.password
+    elif args.password_file is not None:
+        try:
+            with open(args.password_file, encoding="utf-8") as fh:
+                password = fh.readline().rstrip("\r\n")
+        except OSError as exc:
+            raise UsageError(f"--password-file {args.password_file}: {exc.strerror or exc}") from None
+    elif sys.stdin.isatty():
+        password = getpass.getpass(f"password for {args.name}: ")
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise UsageError("the password must not be empty")
+    return password
+
+
+async def users_add(ctx: Ctx, args: argparse.Namespace) -> int:
+    password = _read_password(args)
+    mechanisms = args.mechanism or ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+    async with _admin(ctx) as admin:
+        try:
+            await admin.alter_user_scram_credentials(upsertions=[(args.name, m, password) for m in mechanisms],
+                                                     iterations=args.iterations)
+        except KafkaError as exc:
+            if exc.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+                raise CliError("not authorized: managing users needs ALTER on the cluster") from None
+            raise CliError(_explain(exc, f"user {args.name!r}")) from None
+    print(f"user {args.name!r} has {', '.join(mechanisms)} credentials", file=sys.stderr)
+    return EXIT_OK
+
+
+async def users_list(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        users = await admin.describe_user_scram_credentials()
+    if args.json:
+        print(json.dumps({name: [{"mechanism": c.mechanism, "iterations": c.iterations} for c in creds]
+                          for name, creds in sorted(users.items())}))
+    elif users:
+        _table([["USER", "MECHANISMS"]] + [[name, ",".join(f"{c.mechanism}({c.iterations})" for c in creds)]
+                                         for name, creds in sorted(users.items())], sys.stdout)
+    return EXIT_OK
+
+
+async def users_remove(ctx: Ctx, args: argparse.Namespace) -> int:
+    async with _admin(ctx) as admin:
+        try:
+            mechanisms = args.mechanism or [c.mechanism for c in
+                                            (await admin.describe_user_scram_credentials([args.name]))[args.name]]
+            await admin.alter_user_scram_credentials(deletions=[(args.name, m) for m in mechanisms])
+        except KafkaError as exc:
+            if exc.code == ErrorCode.RESOURCE_NOT_FOUND:
+                raise CliError(f"user {args.name!r} has no such credential") from None
+            raise CliError(_explain(exc, f"user {args.name!r}")) from None
+    print(f"removed user {args.name!r} ({', '.join(mechanisms)})", file=sys.stderr)
+    return EXIT_OK
+
+
 # -- entry point -----------------------------------------------------------------------------------
 
 _COMMANDS = {
@@ -928,6 +1198,12 @@ _COMMANDS = {
     ("consume", None): consume,
     ("configs", "describe"): configs_describe,
     ("configs", "alter"): configs_alter,
+    ("acls", "add"): acls_add,
+    ("acls", "list"): acls_list,
+    ("acls", "remove"): acls_remove,
+    ("users", "add"): users_add,
+    ("users", "list"): users_list,
+    ("users", "remove"): users_remove,
 }
 
 
@@ -951,17 +1227,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.timeout <= 0:
         _err("--timeout must be positive")
         return EXIT_USAGE
-    ctx = Ctx(args.bootstrap_servers, int(args.timeout * 1000), args.client_id)
+    try:
+        ctx = Ctx(args.bootstrap_servers, int(args.timeout * 1000), args.client_id, security_settings(args))
+        build_config(AdminConfig, ctx.common())  # bad settings or unreadable certificates: a usage error
+    except (UsageError, ConfigError) as exc:
+        _err(str(exc))
+        return EXIT_USAGE
     from broker.logging_setup import configure_logging
 
     configure_logging(("WARNING", "INFO", "DEBUG")[min(args.verbose, 2)])
-    try:
-        from client.config import parse_bootstrap
-
-        parse_bootstrap(ctx.bootstrap)
-    except ConfigError as exc:
-        _err(str(exc))
-        return EXIT_USAGE
     try:
         return asyncio.run(handler(ctx, args))
     except UsageError as exc:
@@ -972,6 +1246,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KafkaConnectionError as exc:
         _err(f"lost the connection to {ctx.bootstrap} ({exc})")
+        return EXIT_ERROR
+    except AuthenticationError as exc:
+        _err(f"authentication failed: {exc}")
         return EXIT_ERROR
     except KafkaTimeoutError as exc:
         _err(f"timed out talking to {ctx.bootstrap}: {exc}")

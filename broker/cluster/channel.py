@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.cluster.records import BrokerRegistration
 from protocol.primitives import Obj
 from protocol.timer_service import WheelTimer
 
+if TYPE_CHECKING:
+    from client.security import ClientSecurity
+
 __all__ = ["BrokerChannel", "connect"]
 
 
 async def connect(node: int, registration: BrokerRegistration | None, *, listener: str | None, client_id: str,
-                  timers: WheelTimer, timeout_ms: int, address: tuple[str, int] | None = None) -> Any:
-    """An open connection (versions negotiated) to broker ``node``; ``address`` overrides its endpoint."""
+                  timers: WheelTimer, timeout_ms: int, address: tuple[str, int] | None = None,
+                  security: ClientSecurity | None = None) -> Any:
+    """An open connection (versions negotiated, authenticated with ``security`` — the inter-broker
+    listener's TLS and SASL settings) to broker ``node``; ``address`` overrides its endpoint."""
     from client.conn import Connection
 
     if address is None:
@@ -34,7 +39,7 @@ async def connect(node: int, registration: BrokerRegistration | None, *, listene
             raise ConnectionError(f"broker {node} has no usable endpoint")
         address = (ep.host, ep.port)
     conn = Connection(node, address[0], address[1], client_id=client_id, timers=timers,
-                      request_timeout_ms=timeout_ms)
+                      request_timeout_ms=timeout_ms, security=security)
     await conn.open()
     return conn
 
@@ -44,7 +49,7 @@ class BrokerChannel:
 
     def __init__(self, local_id: int, timers: WheelTimer, *, broker: Callable[[int], BrokerRegistration | None],
                  local_address: Callable[[], tuple[str, int]], client_id: str, timeout_ms: int,
-                 listener: str | None = None) -> None:
+                 listener: str | None = None, security: ClientSecurity | None = None) -> None:
         self.local_id = local_id
         self.timers = timers
         self.broker = broker
@@ -52,6 +57,7 @@ class BrokerChannel:
         self.client_id = client_id
         self.timeout_ms = timeout_ms
         self.listener = listener
+        self.security = security
         self._conns: dict[int, Any] = {}
         self._opening: dict[int, asyncio.Future[Any]] = {}
         self._closed = False
@@ -65,7 +71,8 @@ class BrokerChannel:
             address = self.local_address() if node == self.local_id else None
             opening = asyncio.ensure_future(connect(node, self.broker(node), listener=self.listener,
                                                     client_id=self.client_id, timers=self.timers,
-                                                    timeout_ms=self.timeout_ms, address=address))
+                                                    timeout_ms=self.timeout_ms, address=address,
+                                                    security=self.security))
             self._opening[node] = opening
             opening.add_done_callback(lambda _f: self._opening.pop(node, None))
         conn = await asyncio.shield(opening)

@@ -18,7 +18,9 @@ answer it
   for the metadata image to say who leads now.
 
 :class:`ReplicaFetcherManager` adds and removes partitions as leadership moves
-and owns the fetchers; both live on the event loop.
+and owns the fetchers; both live on the event loop.  Fetchers connect to the
+leader's inter-broker listener with this broker's own credentials (TLS and SASL
+as that listener requires).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from broker.cluster.channel import connect
 from broker.cluster.records import BrokerRegistration
+from client.errors import AuthenticationError
+from client.security import ClientSecurity
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode, error_name
 from protocol.timer_service import WheelTimer
@@ -56,7 +60,9 @@ class FetcherSettings:
     response_max_bytes: int = 10 * 1024 * 1024
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30_000
+    #: the inter-broker listener (``inter.broker.listener.name``) and how to secure connections to it
     listener: str | None = None
+    security: ClientSecurity | None = None
 
 
 class ReplicaFetcher:
@@ -108,7 +114,8 @@ class ReplicaFetcher:
         manager = self.manager
         self._conn = await connect(self.leader_id, manager.broker(self.leader_id), listener=manager.settings.listener,
                                    client_id=f"broker-{manager.local_id}-fetcher", timers=manager.timers,
-                                   timeout_ms=manager.settings.socket_timeout_ms)
+                                   timeout_ms=manager.settings.socket_timeout_ms,
+                                   security=manager.settings.security)
         return self._conn
 
     def _ready(self) -> list[Partition]:
@@ -134,6 +141,11 @@ class ReplicaFetcher:
                 request = self._build(ready, version)
                 response = await conn.request(ApiKey.FETCH, request, version=version,
                                               timeout_ms=settings.socket_timeout_ms + settings.wait_max_ms)
+            except AuthenticationError as exc:  # this broker's credentials are refused: say so, retry later
+                log.warning("cannot fetch from broker %d: %s", self.leader_id, exc)
+                self._close_conn()
+                await asyncio.sleep(settings.backoff_ms / 1000)
+                continue
             except Exception as exc:  # connection, timeout or protocol trouble: back off and reconnect
                 log.debug("fetch from broker %d failed: %s", self.leader_id, exc)
                 self._close_conn()

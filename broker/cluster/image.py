@@ -7,6 +7,11 @@ manager, the coordinators and the metrics react to exactly that.  No I/O here.
 
 The image tolerates events of one store transaction arriving split (a
 partition's record before its topic's): partition records wait for their topic.
+
+It also holds the cluster's security metadata: users (SCRAM credentials, by
+name) and ACL bindings (by key); the delta names the users and the ACL keys
+that changed, so every broker's credential store and
+authorizer follow them.  An unreadable record is logged and left out.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from broker.cluster.records import (
     TopicRecord,
     parse_key,
 )
+from broker.security.acl import AclBinding
+from broker.security.scram import UserRecord
 
 log = logging.getLogger("kbroker.cluster")
 
@@ -101,11 +108,16 @@ class MetadataDelta:
     cluster_id_changed: bool = False
     #: dynamic broker config records that changed: broker ids, None for the cluster-wide default
     broker_configs_changed: set[int | None] = field(default_factory=set)
+    #: users whose credentials were written or deleted
+    users_changed: set[str] = field(default_factory=set)
+    #: keys of ACL bindings written or deleted (the image has the ones that exist now)
+    acls_changed: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(self.full or self.brokers_added or self.brokers_removed or self.topics_created
                     or self.topics_deleted or self.topics_changed or self.partitions_changed
-                    or self.controller_changed or self.cluster_id_changed or self.broker_configs_changed)
+                    or self.controller_changed or self.cluster_id_changed or self.broker_configs_changed
+                    or self.users_changed or self.acls_changed)
 
 
 class MetadataImage:
@@ -123,6 +135,12 @@ class MetadataImage:
         #: dynamic broker configs: broker id (None: the cluster-wide default) -> (record, mod revision)
         self.broker_configs: dict[int | None, tuple[BrokerConfigRecord, int]] = {}
         self._waiting: dict[str, dict[int, tuple[PartitionRecord, int]]] = {}
+        #: users by name, with the mod revision of their key (what a compare-and-set write guards)
+        self.users: dict[str, UserRecord] = {}
+        self.user_revisions: dict[str, int] = {}
+        #: ACL bindings by key, with their keys' mod revisions
+        self.acls: dict[str, AclBinding] = {}
+        self.acl_revisions: dict[str, int] = {}
 
     # -- queries ---------------------------------------------------------------------
     def is_alive(self, node_id: int) -> bool:
@@ -172,9 +190,16 @@ class MetadataImage:
         self._waiting.clear()
         old_configs = set(self.broker_configs)
         self.broker_configs.clear()
+        self.users.clear()
+        self.user_revisions.clear()
+        self.acls.clear()
+        self.acl_revisions.clear()
         delta = MetadataDelta(full=True)
         for kv in kvs:
-            self._put(kv, delta)
+            try:
+                self._put(kv, delta)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("ignoring unreadable metadata record %s: %s", kv.key, exc)
         self.revision = revision
         for name, topic_id in old_topics.items():
             t = self.topics.get(name)
@@ -246,6 +271,20 @@ class MetadataImage:
         elif kind == "broker_configs":
             self.broker_configs[ident] = (BrokerConfigRecord.decode(kv.value), kv.mod_revision)
             delta.broker_configs_changed.add(ident)
+        elif kind == "user":
+            user = UserRecord.decode(kv.value)
+            if user.name != ident:
+                raise ValueError(f"the record names user {user.name!r}")
+            self.users[ident] = user
+            self.user_revisions[ident] = kv.mod_revision
+            delta.users_changed.add(ident)
+        elif kind == "acl":
+            binding = AclBinding.decode(kv.value)
+            if binding.key() != ident:
+                raise ValueError("the binding does not belong under this key")
+            self.acls[ident] = binding
+            self.acl_revisions[ident] = kv.mod_revision
+            delta.acls_changed.add(ident)
 
     def _set_partition(self, topic: TopicImage, p: int, record: PartitionRecord, rev: int,
                        delta: MetadataDelta) -> None:
@@ -279,6 +318,13 @@ class MetadataImage:
             delta.controller_changed = True
         elif kind == "broker_configs" and self.broker_configs.pop(ident, None) is not None:
             delta.broker_configs_changed.add(ident)
+        elif kind == "user":
+            if self.users.pop(ident, None) is not None:
+                self.user_revisions.pop(ident, None)
+                delta.users_changed.add(ident)
+        elif kind == "acl" and self.acls.pop(ident, None) is not None:
+            self.acl_revisions.pop(ident, None)
+            delta.acls_changed.add(ident)
 
     def _drop_topic(self, name: str, delta: MetadataDelta) -> None:
         topic = self.topics.pop(name, None)

@@ -5,7 +5,9 @@ TTL), keeps the :class:`~broker.cluster.image.MetadataImage` current from the
 store's watch and tells subscribers what changed, campaigns for the controller
 role and runs the :class:`~broker.cluster.controller.Controller` while it holds
 it, and offers the few writes other components need (topics, ISR changes,
-producer-id blocks, elections, dynamic broker configs) as compare-and-set transactions.
+producer-id blocks, elections, dynamic broker configs, users and ACLs) as compare-and-set
+transactions; :meth:`MetadataService.wait_for_revision` lets a writer wait until its write is
+in this broker's image (read-your-writes for the admin APIs).
 
 The store may be unreachable for a while: the broker keeps the image (and the
 leadership) it has, reports it (:attr:`store_connected`, logs), resumes the
@@ -20,7 +22,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.cluster.controller import Controller, ControllerSettings, PartitionChange, write_changes
@@ -94,6 +96,7 @@ class MetadataService:
         self._campaign = asyncio.Event()
         self._stopping = False
         self._loaded = asyncio.Event()
+        self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     # -- lifecycle -------------------------------------------------------------------
     def subscribe(self, fn: Subscriber) -> None:
@@ -182,6 +185,7 @@ class MetadataService:
 
     # -- background loops ------------------------------------------------------------
     def _publish(self, delta: MetadataDelta) -> None:
+        self._wake_revision_waiters()
         if not delta:
             return
         controller = self.image.controller
@@ -284,6 +288,31 @@ class MetadataService:
     async def wait_loaded(self) -> None:
         await self._loaded.wait()
 
+    def _wake_revision_waiters(self) -> None:
+        if not self._revision_waiters:
+            return
+        revision = self.image.revision
+        waiting = []
+        for wanted, future in self._revision_waiters:
+            if wanted <= revision:
+                if not future.done():
+                    future.set_result(None)
+            elif not future.done():
+                waiting.append((wanted, future))
+        self._revision_waiters = waiting
+
+    async def wait_for_revision(self, revision: int, timeout_s: float) -> bool:
+        """Wait until the image includes store revision ``revision``; False if it did not in time."""
+        if self.image.revision >= revision:
+            return True
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._revision_waiters.append((revision, future))
+        try:
+            await asyncio.wait_for(future, timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     # -- writes for other components -------------------------------------------------
     async def create_topic(self, record: TopicRecord) -> bool:
         """Create the topic if absent (the controller then gives its partitions leaders)."""
@@ -324,6 +353,15 @@ class MetadataService:
         """Write elections (ElectLeaders); returns the partitions written."""
         written, _ = await write_changes(self.kv, changes, [])
         return {(c.topic, c.partition) for c in written}
+
+    async def write_records(self, values: Mapping[str, bytes | None], expected: Mapping[str, int]) -> int | None:
+        """Put (bytes) or delete (None) each key, all at once, if every key's mod revision is still
+        ``expected[key]`` (0 or missing: the key does not exist).  Returns the store revision of the
+        write, or None when some key changed meanwhile (re-read and plan again)."""
+        compares = [mod_is(key, expected.get(key, 0)) for key in values]
+        ops: list[Put | Delete] = [Put(key, value) if value is not None else Delete(key) for key, value in values.items()]
+        result = await self.kv.txn(compares, ops)
+        return result.revision if result.succeeded else None
 
     async def allocate_producer_ids(self) -> tuple[int, int]:
         """A block ``[start, end)`` of producer ids no other broker will ever hand out."""

@@ -11,9 +11,13 @@ Keys (relative to the store's namespace; etcd puts them under ``/kbroker/<cluste
     producer_id_block             {"next": N}                         ids below N are handed out
     broker_configs/default        BrokerConfigRecord                  dynamic broker configs, cluster-wide default
     broker_configs/<id>           BrokerConfigRecord                  dynamic broker configs of one broker
+    users/<name>                  UserRecord (SCRAM credentials)      broker.security.scram
+    acls/<type>/<pattern>/<name>/<hash>   AclBinding                  broker.security.acl
 
 A topic name cannot contain ``/``, so ``partitions/<name>/`` is an exact prefix.
 In an assignment the first replica of each partition is its preferred leader.
+Users and ACLs are the security modules' records; their keys are defined there (one binding per
+key, so creating an ACL twice writes one key).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+
+from broker.security.acl import ACLS_PREFIX
+from broker.security.scram import USERS_PREFIX
 
 __all__ = [
     "CLUSTER_ID_KEY",
@@ -79,12 +86,16 @@ def broker_config_key(broker: int | None) -> str:
 
 def parse_key(key: str) -> tuple[str, Any]:
     """``("broker", id)``, ``("topic", name)``, ``("partition", (name, p))``,
-    ``("broker_configs", id or None)`` or ``(key, None)``."""
+    ``("broker_configs", id or None)``, ``("user", name)``, ``("acl", key)`` or ``(key, None)``."""
     if key.startswith(BROKER_CONFIGS):
         rest = key[len(BROKER_CONFIGS):]
         if rest == DEFAULT_BROKER_CONFIGS:
             return "broker_configs", None
         return ("broker_configs", int(rest)) if rest.isdigit() else (key, None)
+    if key.startswith(USERS_PREFIX):
+        return "user", key[len(USERS_PREFIX):]
+    if key.startswith(ACLS_PREFIX):
+        return "acl", key
     if key.startswith(BROKERS):
         rest = key[len(BROKERS):]
         return ("broker", int(rest)) if rest.lstrip("-").isdigit() else (key, None)

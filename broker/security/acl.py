@@ -39,12 +39,13 @@ import ipaddress
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum, IntEnum
+from enum import Enum
 from typing import Any
 from urllib.parse import quote
 
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.security_types import AclOperation, AclPermissionType, PatternType, ResourceType
 
 __all__ = [
     "ACLS_PREFIX",
@@ -76,67 +77,6 @@ WILDCARD_PRINCIPAL = "User:*"
 ANONYMOUS = "User:ANONYMOUS"
 CLUSTER_NAME = "kafka-cluster"
 ACLS_PREFIX = "acls/"
-
-
-class _Coded(IntEnum):
-    @classmethod
-    def from_code(cls, code: int) -> Any:
-        """The member for a wire code; codes Kafka does not define read as UNKNOWN, as in Kafka."""
-        try:
-            return cls(code)
-        except ValueError:
-            return cls(0)
-
-    @classmethod
-    def from_name(cls, name: str) -> Any:
-        try:
-            return cls[name.strip().upper()]
-        except KeyError:
-            raise ValueError(f"unknown {cls.__name__} {name!r}") from None
-
-
-class ResourceType(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclOperation(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 _Op = AclOperation

@@ -37,12 +37,12 @@ import os
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any
 
 import scramp
 
 from protocol.error_codes import ErrorCode
+from protocol.security_types import ScramMechanism, salted_password
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -74,39 +74,6 @@ SALT_BYTES = 32  # salts we make
 USERS_PREFIX = "users/"
 
 
-class ScramMechanism(IntEnum):
-    """Kafka's SCRAM mechanism type codes (``ScramMechanism.java``; 0 is UNKNOWN)."""
-
-    SCRAM_SHA_256 = 1
-    SCRAM_SHA_512 = 2
-
-    @property
-    def sasl_name(self) -> str:
-        return self.name.replace("_", "-")
-
-    @property
-    def hash_name(self) -> str:
-        return "sha256" if self is ScramMechanism.SCRAM_SHA_256 else "sha512"
-
-    @property
-    def digest_size(self) -> int:
-        return hashlib.new(self.hash_name).digest_size
-
-    @classmethod
-    def from_sasl_name(cls, name: str) -> ScramMechanism | None:
-        for m in cls:
-            if m.sasl_name == name:
-                return m
-        return None
-
-    @classmethod
-    def from_code(cls, code: int) -> ScramMechanism | None:
-        try:
-            return cls(code)
-        except ValueError:
-            return None
-
-
 @dataclass(frozen=True, slots=True)
 class ScramCredential:
     """What the broker keeps for one user and mechanism (the repr shows no key material)."""
@@ -127,10 +94,6 @@ def credential_from_salted_password(mechanism: ScramMechanism, salt: bytes, salt
                            hmac.digest(salted_password, b"Server Key", digest))
 
 
-def _salted_password(mechanism: ScramMechanism, password: str, salt: bytes, iterations: int) -> bytes:
-    return hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode("utf-8"), salt, iterations)
-
-
 def credential_from_password(mechanism: ScramMechanism, password: str, *,
                              iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None) -> ScramCredential:
     """A new credential (a fresh random salt unless one is given)."""
@@ -139,7 +102,7 @@ def credential_from_password(mechanism: ScramMechanism, password: str, *,
     salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
     if len(salt) < MIN_SALT_BYTES:
         raise ValueError(f"the salt must be at least {MIN_SALT_BYTES} bytes")
-    return credential_from_salted_password(mechanism, salt, _salted_password(mechanism, password, salt, iterations),
+    return credential_from_salted_password(mechanism, salt, salted_password(mechanism, password, salt, iterations),
                                            iterations)
 
 
@@ -496,6 +459,11 @@ class ScramServerExchange:
     in the client-first message are ignored; Kafka's named extensions (``tokenauth=true``, for
     delegation tokens, which we do not have) are refused, as Kafka refuses extensions it does not
     support; an authzid in the GS2 header is refused (scramp's rule; Kafka clients never send one).
+
+    librdkafka before 2.6.1 (Debian's kcat among them) sends the client nonce twice in its
+    client-final message (``r=<client nonce><client nonce><server nonce>``; librdkafka#4895).  As
+    Kafka 3.8.1-3.9 do, that exact form is accepted: it still carries the server nonce, and the proof
+    is checked by scramp over the message the client actually signed.  Any other nonce fails.
     """
 
     def __init__(self, mechanism: ScramMechanism,
@@ -540,6 +508,7 @@ class ScramServerExchange:
             raise ScramError("client-final message out of order")
         self._step = 2
         text = self._text(message)
+        self._accept_legacy_nonce(text)
         try:
             self._server.set_client_final(text)
             final = self._server.get_server_final()
@@ -549,3 +518,15 @@ class ScramServerExchange:
             raise ScramError("unknown user")
         self.complete = True
         return final.encode("utf-8")
+
+    def _accept_legacy_nonce(self, client_final: str) -> None:
+        """Let scramp expect ``<client nonce><nonce>`` when that is what an old librdkafka sent."""
+        server = self._server
+        nonce, server_part = getattr(server, "nonce", None), getattr(server, "s_nonce", None)
+        if nonce is None or server_part is None:
+            return  # not a scramp we know: the nonce is checked strictly
+        full = str(nonce)
+        client = full[:len(full) - len(str(server_part))]
+        sent = next((attr[2:] for attr in client_final.split(",") if attr.startswith("r=")), None)
+        if client and sent == client + full:
+            server.nonce = type(nonce)(sent)

@@ -11,7 +11,9 @@ Settings (Kafka's names, PEM files instead of key stores)::
 Only the standard library's :mod:`ssl`; TLS 1.2 is the floor, renegotiation and compression are off.
 A server context trusts nothing but ``ssl.cafile`` for client certificates (never the system store).
 A client context verifies the broker against ``ssl.cafile`` (else the system store) and checks its
-host name unless told not to (Kafka's ``ssl.endpoint.identification.algorithm=``).
+host name unless told not to (Kafka's ``ssl.endpoint.identification.algorithm=``); it and the PEM
+loaders are :mod:`client.security`'s (re-exported here), shared by our clients and the broker's
+inter-broker connections.
 
 With mutual TLS the principal is ``User:<subject CN>`` (the issue pins the CN; Kafka's default
 builder would take the whole DN).  A certificate without a CN gives ``User:<DN>`` in RFC 4514 form,
@@ -27,6 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from broker.security.acl import ANONYMOUS, user_principal
+from client.security import client_context, harden, load_ca, load_cert_chain
 
 __all__ = ["ClientAuth", "client_context", "principal_from_certificate", "server_context"]
 
@@ -46,39 +49,6 @@ _VERIFY_MODE = {
 }
 
 
-def _harden(ctx: ssl.SSLContext) -> None:
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.options |= ssl.OP_NO_COMPRESSION | getattr(ssl, "OP_NO_RENEGOTIATION", 0)
-
-
-def _require_file(setting: str, path: str | os.PathLike[str]) -> str:
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ValueError(f"{setting}: no such file: {path}")
-    return path
-
-
-def _load_chain(ctx: ssl.SSLContext, certfile: str | os.PathLike[str],
-                keyfile: str | os.PathLike[str] | None, password: str | None) -> None:
-    cert = _require_file("ssl.certfile", certfile)
-    key = _require_file("ssl.keyfile", keyfile) if keyfile else None
-    secret = (password or "").encode()
-    try:
-        # Always a callable: with none, OpenSSL would prompt on the terminal for an encrypted key.
-        ctx.load_cert_chain(cert, key, password=lambda: secret)
-    except (ssl.SSLError, OSError) as exc:
-        hint = " (wrong or missing ssl.keyfile.password?)" if key or password is not None else ""
-        reason = getattr(exc, "reason", None) or exc.__class__.__name__
-        raise ValueError(f"ssl.certfile / ssl.keyfile: cannot load the certificate and key: {reason}{hint}") from None
-
-
-def _load_ca(ctx: ssl.SSLContext, cafile: str | os.PathLike[str]) -> None:
-    try:
-        ctx.load_verify_locations(cafile=_require_file("ssl.cafile", cafile))
-    except ssl.SSLError as exc:
-        raise ValueError(f"ssl.cafile: cannot load CA certificates: {exc.reason or exc}") from None
-
-
 def server_context(*, certfile: str | os.PathLike[str], keyfile: str | os.PathLike[str] | None = None,
                    keyfile_password: str | None = None, cafile: str | os.PathLike[str] | None = None,
                    client_auth: str | ClientAuth = ClientAuth.NONE) -> ssl.SSLContext:
@@ -88,35 +58,15 @@ def server_context(*, certfile: str | os.PathLike[str], keyfile: str | os.PathLi
     except ValueError:
         raise ValueError(f"ssl.client.auth: expected none, requested or required, got {client_auth!r}") from None
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _harden(ctx)
-    _load_chain(ctx, certfile, keyfile, keyfile_password)
+    harden(ctx)
+    load_cert_chain(ctx, certfile, keyfile, keyfile_password)
     if auth is not ClientAuth.NONE:
         if cafile is None:
             raise ValueError(f"ssl.client.auth={auth.value} needs ssl.cafile to verify client certificates")
-        _load_ca(ctx, cafile)
+        load_ca(ctx, cafile)
     elif cafile is not None:
-        _load_ca(ctx, cafile)
+        load_ca(ctx, cafile)
     ctx.verify_mode = _VERIFY_MODE[auth]
-    return ctx
-
-
-def client_context(*, cafile: str | os.PathLike[str] | None = None,
-                   certfile: str | os.PathLike[str] | None = None,
-                   keyfile: str | os.PathLike[str] | None = None, keyfile_password: str | None = None,
-                   check_hostname: bool = True) -> ssl.SSLContext:
-    """The context of a client connecting to an SSL / SASL_SSL listener (ours or another broker's)."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    _harden(ctx)
-    if cafile is not None:
-        _load_ca(ctx, cafile)
-    else:
-        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    if certfile is not None:
-        _load_chain(ctx, certfile, keyfile, keyfile_password)
-    elif keyfile is not None:
-        raise ValueError("ssl.keyfile is set without ssl.certfile")
-    ctx.check_hostname = check_hostname
-    ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
 
 

@@ -7,7 +7,10 @@
 //       "consume" (read the topic from the beginning with a consumer group until
 //                  EXPECT records arrived), or "both".
 // env:  PARTITIONS (default 3), COMPRESSION ("none" | "gzip"), EXPECT (record count),
-//       GROUP (consumer group id), TIMEOUT_MS (default 60000).
+//       GROUP (consumer group id), TIMEOUT_MS (default 60000);
+//       security (tests/security): SSL_CA (PEM file: connect with TLS), SSL_CERT + SSL_KEY (client
+//       certificate), SASL_MECHANISM ("plain" | "scram-sha-256" | "scram-sha-512" | "oauthbearer"),
+//       SASL_USERNAME, SASL_PASSWORD.
 // stdin (produce): [{"key": b64|null, "value": b64, "headers": [[k, b64], ...], "partition": n}, ...]
 // stdout: one JSON object {"produced": [...], "consumed": [...]}; keys, values and header
 //         values are base64.  Logs go to stderr.
@@ -26,12 +29,32 @@ const stderrLogger = () => ({ namespace, level, label, log }) => {
   process.stderr.write(`${label} ${namespace} ${log.message} ${JSON.stringify(log)}\n`);
 };
 
+function security() {
+  const env = process.env;
+  const out = {};
+  if (env.SSL_CA) {
+    const fs = require('fs');
+    out.ssl = { ca: [fs.readFileSync(env.SSL_CA, 'utf-8')] };
+    if (env.SSL_CERT) {
+      out.ssl.cert = fs.readFileSync(env.SSL_CERT, 'utf-8');
+      out.ssl.key = fs.readFileSync(env.SSL_KEY, 'utf-8');
+    }
+  }
+  if (env.SASL_MECHANISM === 'oauthbearer') {
+    out.sasl = { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: 'header.payload.signature' }) };
+  } else if (env.SASL_MECHANISM) {
+    out.sasl = { mechanism: env.SASL_MECHANISM, username: env.SASL_USERNAME, password: env.SASL_PASSWORD };
+  }
+  return out;
+}
+
 const kafka = new Kafka({
   clientId: 'kbroker-e2e-kafkajs',
   brokers: bootstrap.split(','),
   logLevel: logLevel.WARN,
   logCreator: stderrLogger,
   retry: { retries: 5 },
+  ...security(),
 });
 
 const b64 = (buf) => (buf === null || buf === undefined ? null : Buffer.from(buf).toString('base64'));

@@ -140,6 +140,19 @@ cdef inline int _field(const uint8_t* p, Py_ssize_t* pos, Py_ssize_t record_end,
     return 0
 
 
+cdef const uint8_t* _records_range(Py_buffer* view, Py_ssize_t start, Py_ssize_t end,
+                                   Py_ssize_t count) except NULL:
+    """The start of the buffer once ``[start, end)`` lies inside it and can hold ``count`` records
+    (each at least 7 bytes)."""
+    if start < 0 or end > view.len or start > end:
+        raise ValueError("record range outside the buffer")
+    if count < 0:
+        raise _corrupt(f"negative record count {count}")
+    if count * 7 > end - start:
+        raise _corrupt(f"record count {count} impossible in {end - start} bytes")
+    return <const uint8_t*>view.buf
+
+
 def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
                 int64_t base_timestamp, log_append_time, int timestamp_type, int64_t min_offset,
                 row_type, topic, partition, list out):
@@ -161,13 +174,7 @@ def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_
     ts_type = timestamp_type
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        if start < 0 or end > view.len or start > end:
-            raise ValueError("record range outside the buffer")
-        if count < 0:
-            raise _corrupt(f"negative record count {count}")
-        if count * 7 > end - start:
-            raise _corrupt(f"record count {count} impossible in {end - start} bytes")
-        p = <const uint8_t*>view.buf
+        p = _records_range(&view, start, end, count)
         pos = start
         for k in range(count):
             _record_head(p, &pos, end, &record_end, &ts_delta, &offset_delta)
@@ -308,13 +315,7 @@ cdef class ColumnBuilder:
             lat = log_append_time
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            if start < 0 or end > view.len or start > end:
-                raise ValueError("record range outside the buffer")
-            if count < 0:
-                raise _corrupt(f"negative record count {count}")
-            if count * 7 > end - start:
-                raise _corrupt(f"record count {count} impossible in {end - start} bytes")
-            p = <const uint8_t*>view.buf
+            p = _records_range(&view, start, end, count)
             pos = start
             for k in range(count):
                 _record_head(p, &pos, end, &record_end, &ts_delta, &offset_delta)

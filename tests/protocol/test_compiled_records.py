@@ -15,13 +15,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peers import peer_missing
 
+from client.types import Record as Row  # the consumer's row type (a NamedTuple)
 from protocol import records as R
 from protocol.records import (
     BATCH_HEADER_SIZE,
@@ -50,17 +51,6 @@ headers = st.none() | st.lists(st.tuples(st.text(max_size=10), st.none() | st.bi
 timestamps = st.integers(min_value=0, max_value=2**42)
 record_lists = st.lists(st.tuples(keys, values, headers, timestamps), min_size=1, max_size=25)
 codecs = st.sampled_from([NONE, GZIP, SNAPPY, LZ4, ZSTD])
-
-
-class Row(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
 
 
 def _compiled() -> Any:
@@ -321,19 +311,9 @@ def test_without_the_compiled_module_the_pure_python_codec_is_used() -> None:
     script = """
 import sys
 sys.modules["protocol._crecords"] = None  # what a missing or unloadable extension looks like
-from typing import NamedTuple
 import protocol.records as R
+from client.types import Record as Row
 from protocol.records import RecordColumns, decode_rows, encode_batch
-
-class Row(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: list
 
 assert R.COMPILED is False
 assert R._decode_rows is R._py_decode_rows and R._encode_records is R._py_encode_records

@@ -15,11 +15,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 
-$(STAMP_BASE): pyproject.toml | $(PY)
+$(STAMP_BASE): pyproject.toml setup.py protocol/_crecords.pyx | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-$(STAMP_ALL): pyproject.toml | $(PY)
+$(STAMP_ALL): pyproject.toml setup.py protocol/_crecords.pyx | $(PY)
 	$(PY) -m pip install --quiet -e ".[dev,spark]"
 	touch $@ $(STAMP_BASE)
 

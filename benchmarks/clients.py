@@ -1,20 +1,27 @@
 """Produce/consume throughput of kbroker's client vs aiokafka, kafka-python and confluent-kafka.
 
-All clients run against the same in-process broker (BrokerThread) in one run; records/s and MB/s
-for 100 B and 1 KB values, then ratios relative to our client.
+All clients run against the same broker in one run — ``python -m broker`` as a separate process
+(:class:`broker.harness.BrokerProcess`), so the broker's own work does not share the clients'
+interpreter; records/s and MB/s for 100 B and 1 KB values, then ratios relative to our client.
+``--in-process`` runs the broker in a thread of this process instead (every client then shares
+its interpreter with the broker).  Prints which record codec our client uses (compiled or pure
+Python, ``protocol.records.COMPILED``).
 
-    python benchmarks/clients.py [--records 50000]
+    python benchmarks/clients.py [--records 50000] [--in-process]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import tempfile
 import time
 from collections.abc import Callable
 
 from broker import BrokerConfig, BrokerThread
+from broker.harness import BrokerProcess
 from client import Consumer, Producer, TopicPartition
 
 
@@ -136,10 +143,19 @@ CLIENTS: dict[str, tuple[Callable[..., None], Callable[..., None]]] = {
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=50_000)
+    ap.add_argument("--in-process", action="store_true", help="run the broker in a thread of this process")
     args = ap.parse_args()
     results: dict[tuple[str, int, str], float] = {}
-    with tempfile.TemporaryDirectory() as d, BrokerThread(BrokerConfig(host="127.0.0.1", port=0, data_dir=d)) as b:
-        bs = b.bootstrap_servers
+    from protocol.records import COMPILED
+
+    print(f"kbroker record codec: {'compiled' if COMPILED else 'pure Python'}", flush=True)
+    with contextlib.ExitStack() as stack:
+        d = stack.enter_context(tempfile.TemporaryDirectory())
+        if args.in_process:
+            bs = stack.enter_context(BrokerThread(BrokerConfig(host="127.0.0.1", port=0, data_dir=d))).bootstrap_servers
+        else:
+            broker = stack.enter_context(BrokerProcess(os.path.join(d, "data"), extra_args=["--log-level", "WARNING"]))
+            bs = broker.bootstrap_servers
         for size in (100, 1024):
             payload = b"x" * size
             n = args.records if size == 100 else max(args.records // 4, 1000)

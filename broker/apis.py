@@ -40,6 +40,7 @@ from broker.security.acl import (
     ResourceType,
     describe_acls_resources,
 )
+from broker.server import is_awaitable
 from broker.topic_admin import TopicAdmin, TopicError
 from protocol.api import (
     APIS,
@@ -47,8 +48,9 @@ from protocol.api import (
     RequestHeaderData,
     decode_request_body,
     decode_request_header,
-    encode_response_parts,
+    encode_response_frame,
     peek_header,
+    response_parts,
 )
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
@@ -78,6 +80,7 @@ _CLIENT_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 NOT_SERVED: set[ApiKey] = set()
 #: KAFKA-18659: librdkafka disables compression unless Produce advertises min version 0.
 ADVERTISED_MIN = {ApiKey.PRODUCE: 0}
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
 #: How long Metadata waits for auto-created topics, and FindCoordinator for the offsets topic, to get leaders.
 AUTO_CREATE_WAIT_S = 5.0
 COORDINATOR_WAIT_S = 5.0
@@ -208,7 +211,7 @@ class KafkaApis:
         """Decode one request frame and run its handler; returns response parts or an awaitable."""
         key, version, correlation_id = peek_header(frame)
         api = APIS.get(key)
-        if key == ApiKey.API_VERSIONS and (api is None or version > api.max_version):
+        if key == _API_VERSIONS and (api is None or version > api.max_version):
             # KIP-511: answer an ApiVersions we cannot parse with a v0 body naming our range.  Nothing
             # after the correlation id is read: a client may encode a newer version's header either
             # way (with or without tagged fields), and the answer needs neither it nor the body.
@@ -240,7 +243,7 @@ class KafkaApis:
         if fault is not None:
             return self._run_fault(ctx, request, handler, fault)
         result = handler(ctx, request)
-        if isinstance(result, Awaitable):
+        if is_awaitable(result):
             return self._finish_async(ctx, result)
         return self._respond(ctx, result)
 
@@ -258,18 +261,21 @@ class KafkaApis:
         if fault.error_code is not None:
             return self._respond(ctx, error_response(ctx.header.api_key, ctx.version, request, fault.error_code))
         result = handler(ctx, request)
-        if isinstance(result, Awaitable):
+        if is_awaitable(result):
             result = await result
         return self._respond(ctx, result)
 
     def _respond(self, ctx: RequestContext, body: Obj | None, version_override: int | None = None) -> Any:
         header = ctx.header
         api = APIS[header.api_key]
-        self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received, body)
         if body is None:
+            self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received)
             return None
         version = header.api_version if version_override is None else version_override
-        return encode_response_parts(header.api_key, version, header.correlation_id, body)
+        frame = encode_response_frame(header.api_key, version, header.correlation_id, body)
+        self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received,
+                                     frame.errors)
+        return response_parts(frame)
 
     # -- cluster and metadata --------------------------------------------------------------------
 

@@ -349,58 +349,42 @@ def _create_partitions(r: _Request) -> Verdict:
     return Partial(_with(req, topics=kept), _merge_list("results", extra))
 
 
-def _describe_configs(r: _Request) -> Verdict:
-    req = r.req
+def _config_resources(op: AclOperation, results: str, entry: Callable[[Any, int], dict[str, Any]]) -> Check:
+    """DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: ``op`` on each topic or group, on the
+    cluster for brokers and broker loggers; a refused resource gets ``entry(resource, error)`` in
+    ``results``, the others are handled."""
 
-    def refusal(res: Any) -> int | None:
-        rtype, name = res.resource_type, res.resource_name
-        if rtype in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
-            return None if r.cluster(Op.DESCRIBE_CONFIGS) else E.CLUSTER_AUTHORIZATION_FAILED
-        if rtype == _CONFIG_TOPIC:
-            return None if r.allowed(Op.DESCRIBE_CONFIGS, TOPIC, name) else E.TOPIC_AUTHORIZATION_FAILED
-        if rtype == _CONFIG_GROUP:
-            return None if r.allowed(Op.DESCRIBE_CONFIGS, GROUP, name) else E.GROUP_AUTHORIZATION_FAILED
-        return None
+    def check(r: _Request) -> Verdict:
+        def refusal(res: Any) -> int | None:
+            rtype, name = res.resource_type, res.resource_name
+            if rtype in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
+                return None if r.cluster(op) else E.CLUSTER_AUTHORIZATION_FAILED
+            if rtype == _CONFIG_TOPIC:
+                return None if r.allowed(op, TOPIC, name) else E.TOPIC_AUTHORIZATION_FAILED
+            if rtype == _CONFIG_GROUP:
+                return None if r.allowed(op, GROUP, name) else E.GROUP_AUTHORIZATION_FAILED
+            return None
 
-    kept, extra = [], []
-    for res in req.resources:
-        code = refusal(res)
-        if code is None:
-            kept.append(res)
-        else:
-            extra.append({"error_code": code, "error_message": None, "resource_type": res.resource_type,
-                          "resource_name": res.resource_name, "configs": []})
-    if not extra:
-        return None
-    return Partial(_with(req, resources=kept), _merge_list("results", extra))
+        kept, extra = [], []
+        for res in r.req.resources:
+            code = refusal(res)
+            if code is None:
+                kept.append(res)
+            else:
+                extra.append(entry(res, code))
+        if not extra:
+            return None
+        return Partial(_with(r.req, resources=kept), _merge_list(results, extra))
+
+    return check
 
 
-def _alter_configs(r: _Request) -> Verdict:
-    """AlterConfigs / IncrementalAlterConfigs: ALTER_CONFIGS on each topic or group, on the cluster for
-    brokers and broker loggers; a refused resource gets its error, the others are altered."""
-    req = r.req
-
-    def refusal(res: Any) -> int | None:
-        rtype, name = res.resource_type, res.resource_name
-        if rtype in (_CONFIG_BROKER, _CONFIG_BROKER_LOGGER):
-            return None if r.cluster(Op.ALTER_CONFIGS) else E.CLUSTER_AUTHORIZATION_FAILED
-        if rtype == _CONFIG_TOPIC:
-            return None if r.allowed(Op.ALTER_CONFIGS, TOPIC, name) else E.TOPIC_AUTHORIZATION_FAILED
-        if rtype == _CONFIG_GROUP:
-            return None if r.allowed(Op.ALTER_CONFIGS, GROUP, name) else E.GROUP_AUTHORIZATION_FAILED
-        return None
-
-    kept, extra = [], []
-    for res in req.resources:
-        code = refusal(res)
-        if code is None:
-            kept.append(res)
-        else:
-            extra.append({"error_code": code, "error_message": None, "resource_type": res.resource_type,
-                          "resource_name": res.resource_name})
-    if not extra:
-        return None
-    return Partial(_with(req, resources=kept), _merge_list("responses", extra))
+_describe_configs = _config_resources(Op.DESCRIBE_CONFIGS, "results", lambda res, code: {
+    "error_code": code, "error_message": None, "resource_type": res.resource_type,
+    "resource_name": res.resource_name, "configs": []})
+_alter_configs = _config_resources(Op.ALTER_CONFIGS, "responses", lambda res, code: {
+    "error_code": code, "error_message": None, "resource_type": res.resource_type,
+    "resource_name": res.resource_name})
 
 
 def _describe_log_dirs(r: _Request) -> Verdict:

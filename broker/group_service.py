@@ -49,6 +49,14 @@ log = logging.getLogger("kbroker.group")
 E = ErrorCode
 GroupShard = Shard[GroupCoordinator]
 
+#: API keys as plain ints for the request path (an IntEnum member lookup costs ~10 int compares)
+_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS = int(ApiKey.LIST_GROUPS), int(ApiKey.DESCRIBE_GROUPS), \
+    int(ApiKey.DELETE_GROUPS)
+_CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
+_MULTI_GROUP = frozenset({_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS, _CONSUMER_GROUP_DESCRIBE,
+                          int(ApiKey.OFFSET_FETCH)})
+_MEMBERSHIP = frozenset({int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)})
+
 
 class ImageTopics:
     """The topics of the metadata image, as consumer groups see them (a :class:`TopicCatalog`)."""
@@ -138,18 +146,20 @@ class GroupService:
 
     # -- requests --------------------------------------------------------------------
     def handle(self, ctx: RequestContext, req: Obj) -> Any:
-        key, version = ctx.header.api_key, ctx.version
-        if key == ApiKey.LIST_GROUPS:
-            return self._list_groups(ctx, req)
-        if key == ApiKey.DESCRIBE_GROUPS:
-            return self._scatter(ctx, req, "groups", "groups", _describe_error)
-        if key == ApiKey.CONSUMER_GROUP_DESCRIBE:
-            return self._scatter(ctx, req, "group_ids", "groups", _consumer_describe_error)
-        if key == ApiKey.DELETE_GROUPS:
-            return self._scatter(ctx, req, "groups_names", "results", _delete_error)
-        if key == ApiKey.OFFSET_FETCH and version >= 8:
-            return self._scatter(ctx, req, "groups", "groups", _offset_fetch_error, field="group_id")
-        shard, code = self._shard_for(req.group_id)
+        header = ctx.header
+        key, version = header.api_key, header.api_version
+        if key in _MULTI_GROUP:
+            if key == _LIST_GROUPS:
+                return self._list_groups(ctx, req)
+            if key == _DESCRIBE_GROUPS:
+                return self._scatter(ctx, req, "groups", "groups", _describe_error)
+            if key == _DELETE_GROUPS:
+                return self._scatter(ctx, req, "groups_names", "results", _delete_error)
+            if key == _CONSUMER_GROUP_DESCRIBE:
+                return self._scatter(ctx, req, "group_ids", "groups", _consumer_describe_error)
+            if version >= 8:  # OffsetFetch for several groups
+                return self._scatter(ctx, req, "groups", "groups", _offset_fetch_error, field="group_id")
+        shard, code = self._shard_for(req["group_id"])
         if shard is None:
             from broker.apis import error_response
 
@@ -199,7 +209,7 @@ class GroupService:
                                       client_host=ctx.client_host)
 
         result = self.runtime.run(shard, call, lambda code: error_response(key, version, req, code))
-        if key in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP):
+        if key in _MEMBERSHIP:
             self._track_rebalances(shard, req.get("group_id"))
         return result
 

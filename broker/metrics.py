@@ -138,6 +138,9 @@ class BrokerMetrics:
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
+        #: series children by (api, version) and by topic, so the request path does one dict lookup
+        self._request_children: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._by_topic: dict[str, tuple[Any, Any, Any]] = {}
         #: the event loop the broker runs on; scrape-time collection snapshots state there
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -149,15 +152,27 @@ class BrokerMetrics:
 
     # -- request path ------------------------------------------------------------------
 
-    def observe_request(self, api: str, version: int, seconds: float, body: Any) -> None:
-        v = str(version)
-        self.requests.labels(api, v).inc()
-        self.request_latency.labels(api, v).observe(seconds)
-        if body is not None:
-            for code in _error_codes(body):
-                self.request_error(api, code)
+    def observe_request(self, api: str, version: int, seconds: float, errors: list[int] | None = None) -> None:
+        """One request of ``api``/``version`` answered after ``seconds``, with the non-zero error
+        codes its response carries (``protocol.primitives.Writer.errors``)."""
+        children = self._request_children.get((api, version))
+        if children is None:
+            v = str(version)
+            children = self._request_children[(api, version)] = (self.requests.labels(api, v),
+                                                                  self.request_latency.labels(api, v))
+        children[0].inc()
+        children[1].observe(seconds)
+        if errors:
+            if len(errors) == 1:
+                self.request_error(api, errors[0])
+            else:
+                counts: dict[int, int] = {}
+                for code in errors:
+                    counts[code] = counts.get(code, 0) + 1
+                for code, n in counts.items():
+                    self.request_error(api, code, n)
 
-    def request_error(self, api: str, code: int) -> None:
+    def request_error(self, api: str, code: int, count: int = 1) -> None:
         if api.startswith("Unknown"):
             api = "Unknown"  # the key is client-chosen: one label value for all unknown APIs
         name = self._error_names.get(code)
@@ -169,7 +184,18 @@ class BrokerMetrics:
             except ValueError:
                 name = str(code)
             self._error_names[code] = name
-        self.errors.labels(api, name).inc()
+        self.errors.labels(api, name).inc(count)
+
+    def _topic_children(self, topic: str) -> tuple[Any, Any, Any]:
+        """The (bytes in, messages in, bytes out) series of ``topic`` (looked up once per topic)."""
+        children = self._by_topic.get(topic)
+        if children is None:
+            label = self.topic_label(topic)
+            children = (self.bytes_in_total.labels(label), self.messages_in_total.labels(label),
+                        self.bytes_out_total.labels(label))
+            if label != OTHER:
+                self._by_topic[topic] = children
+        return children
 
     def auth_events(self) -> AuthEvents:
         """The security edge's outcomes as counters (labels: configured listeners, the three mechanisms,
@@ -182,18 +208,19 @@ class BrokerMetrics:
             denied=lambda api, resource_type: self.authorization_denials.labels(api, resource_type).inc())
 
     def bytes_in(self, topic: str, nbytes: int, records: int) -> None:
-        label = self.topic_label(topic)
-        self.bytes_in_total.labels(label).inc(nbytes)
-        self.messages_in_total.labels(label).inc(records)
+        children = self._topic_children(topic)
+        children[0].inc(nbytes)
+        children[1].inc(records)
 
     def bytes_out(self, topic: str, nbytes: int) -> None:
-        self.bytes_out_total.labels(self.topic_label(topic)).inc(nbytes)
+        self._topic_children(topic)[2].inc(nbytes)
 
     def topics_changed(self) -> None:
         """Drop the per-topic series of deleted topics and free their label slots."""
         existing = self.topic_names()
         for topic in [t for t in self.topic_label.seen if t not in existing]:
             self.topic_label.forget(topic)
+            self._by_topic.pop(topic, None)
             for counter in (self.bytes_in_total, self.bytes_out_total, self.messages_in_total):
                 try:
                     counter.remove(topic)
@@ -240,23 +267,6 @@ class BrokerMetrics:
                 server.server_close()
             self._http = None
         self.bound_port = None
-
-
-def _error_codes(body: Any, budget: int = 2000) -> Iterator[int]:
-    """Non-zero ``error_code`` values in a response body (bounded walk, records skipped)."""
-    stack = [body]
-    while stack and budget > 0:
-        node = stack.pop()
-        budget -= 1
-        if isinstance(node, dict):
-            for key, value in node.items():
-                if key == "error_code":
-                    if value:
-                        yield int(value)
-                elif isinstance(value, list | dict) and key != "records":
-                    stack.append(value)
-        elif isinstance(node, list):
-            stack.extend(node)
 
 
 class _StateCollector:

@@ -366,7 +366,7 @@ class ReplicaManager:
 
     # -- produce ---------------------------------------------------------------------
     def handle_produce(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj | None] | None:
-        if req.transactional_id is not None:
+        if req["transactional_id"] is not None:  # item access: the request path avoids Obj's attribute fallback
             return self._produce_transactional(ctx, req)
         return self._produce(ctx, req)
 
@@ -375,27 +375,32 @@ class ReplicaManager:
         """Append every partition of a Produce; ``guards``: verification guards of transactional batches,
         ``refused``: partitions answered with an error instead (their verification failed)."""
         version = ctx.version
-        acks = req.acks
+        acks = req["acks"]
+        bad_acks = acks not in (0, 1, -1)
         responses = []
         waits: list[_ProduceWait] = []
         any_error = False
-        for topic in req.topic_data:
+        for topic in req["topic_data"]:
+            name = topic["name"]
+            internal = is_internal_topic(name)
             parts = []
-            for pd in topic.partition_data:
-                if acks not in (0, 1, -1):
-                    entry = self._produce_error(pd.index, E.INVALID_REQUIRED_ACKS)
-                elif is_internal_topic(topic.name):
+            for pd in topic["partition_data"]:
+                index = pd["index"]
+                if bad_acks:
+                    entry = self._produce_error(index, E.INVALID_REQUIRED_ACKS)
+                elif internal:
                     # only the coordinators write their topics: a forged record would be replayed when loading
-                    entry = self._produce_error(pd.index, E.INVALID_TOPIC_EXCEPTION,
-                                                f"Cannot append to internal topic {topic.name}")
-                elif refused is not None and (topic.name, pd.index) in refused:
-                    entry = self._produce_error(pd.index, refused[(topic.name, pd.index)])
+                    entry = self._produce_error(index, E.INVALID_TOPIC_EXCEPTION,
+                                                f"Cannot append to internal topic {name}")
+                elif refused is not None and (name, index) in refused:
+                    entry = self._produce_error(index, refused[(name, index)])
                 else:
-                    guard = guards.get((topic.name, pd.index)) if guards is not None else None
-                    entry = self._append_partition(topic.name, pd.index, pd.records, version, acks, waits, guard)
-                any_error = any_error or entry["error_code"] != 0
+                    guard = guards.get((name, index)) if guards is not None else None
+                    entry = self._append_partition(name, index, pd["records"], version, acks, waits, guard)
+                if entry["error_code"]:
+                    any_error = True
                 parts.append(entry)
-            responses.append({"name": topic.name, "partition_responses": parts})
+            responses.append({"name": name, "partition_responses": parts})
         if acks == 0:
             if any_error:
                 ctx.conn.close_after_flush()
@@ -471,7 +476,7 @@ class ReplicaManager:
             raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
         raise _NotLeader(f"broker {self.local_id} does not lead {topic}-{partition}")
 
-    def _append_partition(self, topic: str, partition: int, records: bytes | None, version: int, acks: int,
+    def _append_partition(self, topic: str, partition: int, records: memoryview | bytes | None, version: int, acks: int,
                           waits: list[_ProduceWait], guard: VerificationGuard | None = None) -> dict[str, Any]:
         if not records:
             return self._produce_error(partition, E.INVALID_RECORD, "empty record set")
@@ -502,7 +507,7 @@ class ReplicaManager:
                                          level=compression_level(config, target_codec(config.compression_type)))
             check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
             try:
-                result = plog.append(bytearray(batch), verification=guard)
+                result = plog.append(batch, verification=guard)
             except InvalidTimestampError as exc:
                 raise with_timestamp_errors(exc, batch, config, plog.clock(), max_decompressed_size=inflate) from None
         except LogError as exc:

@@ -1,9 +1,18 @@
 """The network edge: accepts TCP connections, frames requests, writes responses in order.
 
-Each connection is an :class:`asyncio.Protocol`.  Requests are decoded as
-they arrive and handed, in order, to the single dispatch point
-(:meth:`broker.apis.KafkaApis.handle`); handlers answer at once or later (a
-long-poll Fetch, a JoinGroup), and responses leave in request order.
+Each connection is an :class:`asyncio.BufferedProtocol` (plain TCP and TLS
+transports alike drive it through ``get_buffer``/``buffer_updated``).  Bytes
+are received into buffers sized by the frame headers
+(:class:`protocol.framing.FrameReceiver`): pipelined small requests are read
+many at a time into a scratch buffer the server's connections share, and a
+large request (a produce of a big batch) is read straight into a buffer of its
+own, which the request keeps — its record batch is validated, stamped and
+written to the log from there without another copy.  Requests are handed, in
+order, to the single dispatch point (:meth:`broker.apis.KafkaApis.handle`);
+handlers answer at once or later (a long-poll Fetch, a JoinGroup), and
+responses leave in request order, the ones ready together handed to the
+transport in one ``writelines`` (one system call for a burst of pipelined
+answers).
 
 Record data in Fetch responses stays in the segment files: a
 :class:`FileRegion` holds a reference on each file it names until the
@@ -46,11 +55,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import errno
+import inspect
 import logging
 import os
 import socket
 import struct
 import time
+import types
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -62,8 +73,8 @@ from broker.security.setup import ServerListener, server_listeners
 from broker.security.tls import principal_from_certificate
 from protocol.api import APIS
 from protocol.errors import ProtocolError
-from protocol.framing import FrameDecoder
-from protocol.primitives import ExternalBytes
+from protocol.framing import FrameReceiver
+from protocol.primitives import ExternalBytes, Obj
 
 if TYPE_CHECKING:
     from broker.apis import KafkaApis
@@ -78,6 +89,11 @@ log = logging.getLogger("kbroker.server")
 
 #: smallest piece copied into the write buffer when sendfile cannot be used, so copying progresses
 _MIN_COPY = 64 * 1024
+#: the scratch buffer the connections of one server read small requests into
+SCRATCH_BYTES = 256 * 1024
+#: a large request's own buffer starts this much above ``message.max.bytes`` (one batch and its
+#: request around it arrive without growing it)
+_REQUEST_SLACK = 64 * 1024
 #: sendfile errors meaning "not for this socket/file": fall back to copying on this connection
 _NO_SENDFILE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.EOVERFLOW})
 
@@ -121,6 +137,17 @@ class FileRegion(ExternalBytes):
             self.release()
 
 
+def is_awaitable(result: Any) -> bool:
+    """Whether a handler's result is still to come (a coroutine or future).  Cheap for the
+    usual answers (``isinstance(x, Awaitable)`` costs an ABC check on every request)."""
+    kind = type(result)
+    if kind is list or kind is Obj or kind is dict or result is None:
+        return False
+    if kind is types.CoroutineType or isinstance(result, asyncio.Future):
+        return True
+    return inspect.isawaitable(result)
+
+
 def release_parts(parts: Any) -> None:
     """Release the file regions of response parts that will not be written."""
     if parts:
@@ -136,6 +163,9 @@ async def _after(delay_s: float, value: T) -> T:
 
 
 def _parts_size(parts: list[Any]) -> int:
+    if len(parts) == 1:
+        part = parts[0]
+        return part.size if isinstance(part, ExternalBytes) else len(part)
     return sum(p.size if isinstance(p, ExternalBytes) else len(p) for p in parts)
 
 
@@ -158,12 +188,13 @@ class _RegionCursor:
         self.offset = 0
 
 
-class KafkaConnection(asyncio.Protocol):
-    """One client connection: frame decoding, ordered responses, back-pressure."""
+class KafkaConnection(asyncio.BufferedProtocol):
+    """One client connection: frame receiving, ordered responses, back-pressure."""
 
     def __init__(self, server: KafkaServer, listener: ServerListener | None = None) -> None:
         self.server = server
         self.apis = server.apis
+        config = server.config
         self.listener = listener or server.listeners[0]
         #: who is on the other end: User:ANONYMOUS, the certificate's User:<CN>, or the SASL user
         self.principal = ANONYMOUS
@@ -173,16 +204,17 @@ class KafkaConnection(asyncio.Protocol):
         self.sasl: SaslServer | None = None
         #: frames pass through _gate first (a SASL connection until it has authenticated)
         self.gated = False
-        self.decoder = FrameDecoder(server.config.max_frame_bytes)
+        self.receiver = FrameReceiver(config.max_frame_bytes, scratch=server.scratch,
+                                      initial_frame_bytes=config.message_max_bytes + _REQUEST_SLACK)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = ""
-        #: decoded requests not handled yet (held back by the in-flight and queued-bytes limits)
-        self.backlog: collections.deque[bytes] = collections.deque()
+        #: received requests not handled yet (held back by the in-flight and queued-bytes limits)
+        self.backlog: collections.deque[bytearray] = collections.deque()
         #: handled requests in arrival order, answered or not
         self.pending: collections.deque[_Slot] = collections.deque()
         #: answered responses, in order, not yet handed to the socket
-        self.out: collections.deque[bytes | _RegionCursor] = collections.deque()
+        self.out: collections.deque[bytes | bytearray | memoryview | _RegionCursor] = collections.deque()
         #: bytes of answered responses (record data included) not yet handed to the socket
         self.queued_bytes = 0
         self.closed = False
@@ -231,7 +263,7 @@ class KafkaConnection(asyncio.Protocol):
         if self.listener.uses_sasl:
             self.sasl = security.new_sasl_server()
             self.gated = True
-            self.decoder.max_frame_bytes = min(self.decoder.max_frame_bytes, security.sasl.max_receive_size)
+            self.receiver.max_frame_bytes = min(self.receiver.max_frame_bytes, security.sasl.max_receive_size)
             return
         if self.listener.uses_tls:
             self.principal = principal_from_certificate(transport.get_extra_info("peercert"))
@@ -256,20 +288,24 @@ class KafkaConnection(asyncio.Protocol):
                 self.transport.set_write_buffer_limits(high=self.server.write_buffer_bytes, low=0)
         self._run()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.receiver.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
         if self.closed or self.closing or self._read_error is not None:
             return
         self.last_active = time.monotonic()
         try:
-            frames = self.decoder.feed(data)
+            frames = self.receiver.received(nbytes)
         except ProtocolError as exc:
             self._read_error = f"bad frame: {exc}"
             self._run()
             return
-        self.backlog.extend(frames)
-        if self.decoder.error is not None:
+        if frames:
+            self.backlog.extend(frames)
+        if self.receiver.error is not None:
             # answer the requests before the bad frame, then close
-            self._read_error = f"bad frame: {self.decoder.error}"
+            self._read_error = f"bad frame: {self.receiver.error}"
         self._run()
 
     # -- the connection's work loop ----------------------------------------------------
@@ -284,14 +320,16 @@ class KafkaConnection(asyncio.Protocol):
         try:
             while not self.closed:
                 self._again = False
+                # every request the limits allow first, then their answers out together
+                backlog = self.backlog
+                while backlog and not self.closing and not self.closed and self._may_handle():
+                    self._handle_frame(backlog.popleft())
                 pending = self.pending
                 while pending and pending[0].done:
                     self._enqueue(pending.popleft().parts)
                 self._pump()
-                if self.backlog and not self.closing and not self.closed and self._may_handle():
-                    self._handle_frame(self.backlog.popleft())
-                    continue
-                if not self._again:
+                if not self._again and not (backlog and not self.closing and not self.closed
+                                            and self._may_handle()):
                     break
         finally:
             self._running = False
@@ -320,7 +358,7 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- request handling --------------------------------------------------------------
 
-    def _handle_frame(self, frame: bytes) -> None:
+    def _handle_frame(self, frame: bytearray) -> None:
         if self.gated and not self._gate(frame):
             return
         slot = _Slot()
@@ -335,7 +373,7 @@ class KafkaConnection(asyncio.Protocol):
             log.exception("request handler failed on %s; closing the connection", self.peer)
             self.fail("internal error")
             return
-        if isinstance(result, Awaitable):
+        if is_awaitable(result):
             task = asyncio.ensure_future(result)
             self.tasks.add(task)
             task.add_done_callback(lambda t, s=slot: self._finish_async(t, s))  # type: ignore[misc]
@@ -344,7 +382,7 @@ class KafkaConnection(asyncio.Protocol):
 
     # -- authentication ------------------------------------------------------------------
 
-    def _gate(self, frame: bytes) -> bool:
+    def _gate(self, frame: bytearray) -> bool:
         """Before authentication: True to handle ``frame`` as a request; raw tokens are answered
         here and anything not allowed yet closes the connection."""
         sasl = self.sasl
@@ -366,7 +404,7 @@ class KafkaConnection(asyncio.Protocol):
             self.close_after_pending(f"{name} before SASL authentication")
         return False
 
-    def _raw_token(self, sasl: SaslServer, token: bytes) -> None:
+    def _raw_token(self, sasl: SaslServer, token: bytearray) -> None:
         """A SASL token framed on its own (after a v0 SaslHandshake): answered as a bare frame."""
         slot = _Slot()
         self.pending.append(slot)
@@ -402,7 +440,7 @@ class KafkaConnection(asyncio.Protocol):
         security = self.server.security
         self.principal = sasl.principal
         self.session = security.session(self.principal, self.client_host)
-        self.decoder.max_frame_bytes = self.server.config.max_frame_bytes
+        self.receiver.max_frame_bytes = self.server.config.max_frame_bytes
         self.gated = sasl.session_expires_at is not None  # KIP-368: the session's end is checked per request
         security.authenticated(self.listener.name, sasl.mechanism or "", self.principal, self.peer)
 
@@ -459,13 +497,22 @@ class KafkaConnection(asyncio.Protocol):
         self.server.handed_off(nbytes)
 
     def _pump(self) -> None:
-        """Hand queued response bytes to the socket until it pushes back."""
+        """Hand queued response bytes to the socket until it pushes back.  Consecutive in-memory
+        responses go out together (one ``writelines``, up to the write-buffer size at a time);
+        file regions are sent after whatever precedes them."""
         transport = self.transport
         out = self.out
+        batch: list[bytes | bytearray | memoryview] = []
+        batched = 0
+        limit = self.server.write_buffer_bytes
         while out and not self.closed and not self.write_paused and not self._waiting_writable:
             assert transport is not None
             item = out[0]
             if isinstance(item, _RegionCursor):
+                if batch:
+                    self._write_batch(batch, batched)
+                    batch, batched = [], 0
+                    continue  # the write may have paused the transport
                 if not self._send_region(item):
                     return
                 out.popleft()
@@ -475,8 +522,22 @@ class KafkaConnection(asyncio.Protocol):
                     region.on_sent(region.size)
             else:
                 out.popleft()
-                transport.write(item)
-                self._handed_off(len(item))
+                batch.append(item)
+                batched += len(item)
+                if batched >= limit:
+                    self._write_batch(batch, batched)
+                    batch, batched = [], 0
+        if batch and not self.closed:
+            self._write_batch(batch, batched)
+
+    def _write_batch(self, batch: list[bytes | bytearray | memoryview], nbytes: int) -> None:
+        transport = self.transport
+        assert transport is not None
+        if len(batch) == 1:
+            transport.write(batch[0])
+        else:
+            transport.writelines(batch)
+        self._handed_off(nbytes)
 
     def _send_region(self, cur: _RegionCursor) -> bool:
         """Send what the socket takes of a region; True once all of it has been handed over."""
@@ -651,6 +712,8 @@ class KafkaServer:
                                                       else server_listeners(config))
         self.security = security if security is not None else ConnectionSecurity(CredentialStore())
         self.connections: set[KafkaConnection] = set()
+        #: where connections read small requests (shared: they all run on one event loop)
+        self.scratch = bytearray(SCRATCH_BYTES)
         #: one asyncio server per listener, and the address each is bound to
         self.servers: dict[str, asyncio.base_events.Server] = {}
         self.bound: dict[str, tuple[str, int]] = {}
@@ -663,7 +726,7 @@ class KafkaServer:
 
     @property
     def write_buffer_bytes(self) -> int:
-        return max(1, self.config.connection_write_buffer_bytes)
+        return max(1, self.config.connection_write_buffer_bytes)  # a dynamic setting: read when used
 
     def buffered_bytes(self) -> int:
         """Bytes held in the connections' user-space write buffers."""

@@ -64,16 +64,19 @@ class RecordAccumulator:
         self.flushing = 0
 
     def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: Any,
-               timestamp_ms: int | None, future: Any, now_ms: float) -> bool:
-        """Add a record; True when this append closed a full batch (so the sender should wake)."""
-        size = estimate_size(key, value, headers)
+               timestamp_ms: int | None, future: Any, now_ms: float, size: int | None = None) -> tuple[bool, bool]:
+        """Add a record (of ``estimate_size`` ``size``); returns (closed a full batch, opened a new
+        batch): in either case the sender should look again."""
+        if size is None:
+            size = estimate_size(key, value, headers)
         batch = self.open.get(tp)
         closed = False
-        if batch is not None and batch.records and batch.size + size > self.batch_size:
+        if batch is not None and batch.size + size > self.batch_size and batch.records:
             self._close(tp)
             batch = None
             closed = True
-        if batch is None:
+        opened = batch is None
+        if opened:
             batch = self.open[tp] = ProducerBatch(tp, now_ms)
         batch.records.append((key, value, headers, timestamp_ms))
         batch.futures.append(future)
@@ -82,7 +85,7 @@ class RecordAccumulator:
         if batch.size >= self.batch_size:
             self._close(tp)
             closed = True
-        return closed
+        return closed, opened
 
     def _close(self, tp: TopicPartition) -> None:
         batch = self.open.pop(tp, None)

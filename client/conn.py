@@ -1,6 +1,8 @@
 """One TCP connection to one broker: framing, correlation ids, pipelining, timeouts, ApiVersions.
 
-:class:`Connection` is an ``asyncio.Protocol``.  Requests are written as soon as they are
+:class:`Connection` is an ``asyncio.BufferedProtocol``: responses are received into buffers sized
+by their frame headers (:class:`protocol.framing.FrameReceiver`), so a large Fetch response is
+read once, straight into the buffer its record sets are later decoded from.  Requests are written as soon as they are
 made (pipelined); responses are matched to requests by correlation id (Kafka answers in
 order on a connection, which is also checked).  Each request has a deadline on the shared
 :class:`~protocol.timer_service.WheelTimer`; a timed-out request closes the connection,
@@ -34,7 +36,7 @@ from client.security import ClientSecurity, SaslClientExchange, SaslExchangeErro
 from protocol.api import APIS, ApiKey, decode_response, encode_request, response_correlation_id
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
-from protocol.framing import FrameDecoder
+from protocol.framing import DEFAULT_MAX_FRAME_BYTES, FrameReceiver
 from protocol.primitives import Obj
 from protocol.timer_service import WheelTimer
 
@@ -88,7 +90,7 @@ class _Pending:
         self.timer = timer
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """A connection to ``host:port``; ``request()`` is safe to call concurrently from many tasks."""
 
     def __init__(self, node_id: int, host: str, port: int, *, client_id: str | None, timers: WheelTimer,
@@ -105,7 +107,8 @@ class Connection(asyncio.Protocol):
         self.versions: dict[int, int] = {}
         self.broker_versions: dict[int, tuple[int, int]] = {}
         self._transport: asyncio.Transport | None = None
-        self._decoder = FrameDecoder()
+        # responses are the broker's answers to our own requests: a frame gets its whole buffer at once
+        self._receiver = FrameReceiver(initial_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
         self._in_flight: OrderedDict[int, _Pending] = OrderedDict()
         self._next_cid = 0
         self._closed = False
@@ -262,9 +265,14 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._receiver.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._closed:
+            return
         try:
-            frames = self._decoder.feed(data)
+            frames = self._receiver.received(nbytes)
         except ProtocolError as exc:
             self.close(KafkaConnectionError(f"bad frame from node {self.node_id}: {exc}"))
             return
@@ -295,6 +303,8 @@ class Connection(asyncio.Protocol):
                     p.fut.set_exception(KafkaConnectionError(f"undecodable {APIS[p.api_key].name}: {exc}"))
                     continue
             p.fut.set_result(obj)
+        if self._receiver.error is not None:
+            self.close(KafkaConnectionError(f"bad frame from node {self.node_id}: {self._receiver.error}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._shutdown(KafkaConnectionError(f"connection to node {self.node_id} lost"

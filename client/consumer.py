@@ -17,7 +17,7 @@ import inspect
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from client.cluster import ClusterMetadata
@@ -32,7 +32,7 @@ from client.errors import (
     KafkaTimeoutError,
     NoOffsetForPartitionError,
 )
-from client.fetcher import Fetcher
+from client.fetcher import Fetcher, RecordSet
 from client.net import NetworkClient
 from client.offsets import EARLIEST, LATEST, commit, fetch_committed, list_offsets
 from client.types import (
@@ -43,6 +43,7 @@ from client.types import (
     TopicPartition,
 )
 from protocol.error_codes import ErrorCode
+from protocol.records import next_offset_after
 from protocol.timer_service import WheelTimer
 
 log = logging.getLogger(__name__)
@@ -314,10 +315,25 @@ class Consumer:
 
     async def getmany(self, *partitions: TopicPartition, timeout_ms: int = 0,
                       max_records: int | None = None) -> dict[TopicPartition, list[Record]]:
+        max_records = max_records if max_records is not None else self.config.max_poll_records
+        only = set(partitions) if partitions else None
+        return await self._poll(timeout_ms, lambda: self._drain(only, max_records))
+
+    async def getmany_record_sets(self, *partitions: TopicPartition,
+                                  timeout_ms: int = 0) -> dict[TopicPartition, list[RecordSet]]:
+        """Like :meth:`getmany`, but the fetched record sets undecoded: per partition a list of
+        ``(record_set, min_offset, aborted)`` (:data:`client.fetcher.RecordSet`) — the broker's record
+        batches as received (a bytes-like view), the first offset the consumer has not returned yet
+        (records below it are to be skipped) and, under ``read_committed``, the aborted transactions
+        to drop (else None).  For readers that decode batches themselves, e.g. into columns with
+        ``protocol.records.RecordColumns.add(record_set, min_offset, aborted=aborted)``;
+        deserializers do not apply.  The positions move past the last whole batch of each set."""
+        only = set(partitions) if partitions else None
+        return await self._poll(timeout_ms, lambda: self._drain_record_sets(only))
+
+    async def _poll(self, timeout_ms: int, drain: Callable[[], dict[TopicPartition, Any]]) -> dict[TopicPartition, Any]:
         with self._owned():
             net, fetcher = self._check()
-            max_records = max_records if max_records is not None else self.config.max_poll_records
-            only = set(partitions) if partitions else None
             deadline = net.timers.now_ms() + timeout_ms
             while True:
                 if self._coordinator is not None:
@@ -326,7 +342,7 @@ class Consumer:
                 if err is not None:
                     raise err
                 await self._update_positions()
-                data = self._drain(only, max_records)
+                data = drain()
                 if data:
                     return data
                 remaining = deadline - net.timers.now_ms()
@@ -352,24 +368,47 @@ class Consumer:
             pos = self._positions.get(tp)
             if pos is None or tp not in self._assignment:
                 continue
-            recs = [r for r in recs if r.offset >= pos]
-            if not recs:
-                continue
+            if recs[0].offset < pos:
+                recs = [r for r in recs if r.offset >= pos]
+                if not recs:
+                    continue
             self._positions[tp] = recs[-1].offset + 1
             if kd is not None or vd is not None:
                 recs = [r._replace(key=kd(r.key) if kd else r.key, value=vd(r.value) if vd else r.value)
                         for r in recs]
             out[tp] = recs
+        self._follow_skipped(only)
+        return out
+
+    def _follow_skipped(self, only: set[TopicPartition] | None) -> None:
+        """The fetcher stepped past batches with nothing to hand out (transaction markers, aborted
+        transactions): once everything buffered before them is handed out, the position follows."""
+        assert self._fetcher is not None
         for tp, end in list(self._fetcher.skipped.items()):
-            # the fetcher stepped past batches with nothing to hand out (transaction markers, aborted
-            # transactions): once everything before them is handed out, the position follows
-            buf = self._fetcher.buffers.get(tp)
-            if (only is not None and tp not in only) or (buf is not None and buf.records):
+            if (only is not None and tp not in only) or self._fetcher.buffers.get(tp):
                 continue
             del self._fetcher.skipped[tp]
             pos = self._positions.get(tp)
             if pos is not None and tp in self._assignment and pos < end:
                 self._positions[tp] = end
+
+    def _drain_record_sets(self, only: set[TopicPartition] | None) -> dict[TopicPartition, list[RecordSet]]:
+        assert self._fetcher is not None
+        out: dict[TopicPartition, list[RecordSet]] = {}
+        for tp, sets in self._fetcher.drain_record_sets(only).items():
+            pos = self._positions.get(tp)
+            if pos is None or tp not in self._assignment:
+                continue
+            kept: list[RecordSet] = []
+            for data, offset, aborted in sets:
+                end = next_offset_after(data)
+                if end > pos:
+                    kept.append((data, max(offset, pos), aborted))
+                    pos = end
+            if kept:
+                self._positions[tp] = pos
+                out[tp] = kept
+        self._follow_skipped(only)
         return out
 
     async def getone(self, *partitions: TopicPartition) -> Record:

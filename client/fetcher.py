@@ -1,10 +1,16 @@
-"""Prefetching fetcher: one Fetch loop per leader broker, records buffered per partition.
+"""Prefetching fetcher: one Fetch loop per leader broker, record sets buffered per partition.
 
-Owns fetch positions (the next offset to request) and the buffers of fetched records; the
+Owns fetch positions (the next offset to request) and the buffers of fetched record sets; the
 consumer owns the application positions and drains the buffers.  A partition is fetched when
-it is assigned, not paused, has a position and its buffer is below ``max_partition_fetch_bytes``
-worth of records; each broker has at most one Fetch in flight (on its ``fetch`` connection).
-Responses for partitions whose position moved meanwhile (seek, revoke) are dropped.
+it is assigned, not paused, has a position and its buffer is below ``max_partition_fetch_bytes``;
+each broker has at most one Fetch in flight (on its ``fetch`` connection).  Responses for
+partitions whose position moved meanwhile (seek, revoke) are dropped.
+
+Record sets are kept as the broker sent them (views of the response frame) and decoded when
+drained: into :class:`~client.types.Record` rows by ``protocol.records.decode_rows`` (compiled
+when available: no Python call per record), or handed over undecoded to readers that decode
+them into columns themselves (:meth:`Fetcher.drain_record_sets`).  Only the batch headers are
+read at fetch time, to move the fetch position past the last whole batch.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from client.config import ConsumerConfig
 from client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
@@ -22,22 +28,30 @@ from client.net import ZERO_UUID, NetworkClient
 from client.types import Record, TopicPartition
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.records import (
-    CorruptRecordError,
-    decode_committed_records,
-    decode_record_set,
-    iter_batch_headers,
-)
+from protocol.records import CorruptRecordError, data_batches, decode_rows, encode_batch, iter_batch_headers
 
 log = logging.getLogger(__name__)
 
+#: A fetched record set as the broker sent it: ``(data, min_offset, aborted)`` — records below
+#: ``min_offset`` are to be skipped; ``aborted`` is the Fetch answer's aborted transactions as
+#: ``(producer_id, first_offset)`` for read_committed (None: read_uncommitted)
+RecordSet: TypeAlias = tuple[Any, int, list[tuple[int, int]] | None]
+
 
 class PartitionBuffer:
-    __slots__ = ("bytes", "records")
+    __slots__ = ("bytes", "chunks", "records")
 
     def __init__(self) -> None:
-        self.records: deque[Record] = deque()
+        #: fetched record sets not decoded yet, each with the offset it was fetched from and its
+        #: aborted transactions (read_committed) or None
+        self.chunks: deque[RecordSet] = deque()
+        #: records decoded but not drained yet (a drain limited by ``max_records``)
+        self.records: list[Record] = []
+        #: bytes of fetched data held (raw record sets, and what decoded leftovers came from)
         self.bytes = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.chunks or self.records)
 
 
 class Fetcher:
@@ -191,41 +205,37 @@ class Fetcher:
             self.data_ready.set()
         return healthy or got_data
 
-    def _append(self, tp: TopicPartition, offset: int, data: bytes,
+    def _append(self, tp: TopicPartition, offset: int, data: Any,
                 aborted: list[tuple[int, int]] | None = None) -> bool:
-        """Buffer the records of a Fetch answer (``aborted``: read_committed, drop aborted transactions);
-        the fetch position moves past every whole batch, also those with nothing to hand out."""
-        buf = self.buffers.get(tp)
-        if buf is None:
-            buf = self.buffers[tp] = PartitionBuffer()
-        topic, partition = tp
-        added = 0
-        next_offset = offset
+        """Buffer a fetched record set (``aborted``: read_committed, aborted transactions are dropped
+        when it is decoded); True when it holds records to hand out at or after ``offset``.  Only the
+        batch headers are read: the fetch position moves past every whole batch, also those with
+        nothing to hand out (markers, aborted transactions), and the consumer's position follows
+        once everything buffered before them is drained (``skipped``)."""
+        last = None
+        has_data = False
         try:
-            records = decode_record_set(data) if aborted is None else decode_committed_records(data, aborted)
-            for r in records:
-                if r.offset < offset:
-                    continue
-                buf.records.append(Record(topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                          r.key, r.value, r.headers))
-                next_offset = r.offset + 1
-                added += 1
+            for _, header in iter_batch_headers(data):
+                last = header
+            if last is not None:
+                has_data = any(True for _ in data_batches(data, offset, aborted))
         except CorruptRecordError as exc:
             self._error = KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {exc}")
             self.data_ready.set()
             return False
-        if added:
-            buf.bytes += len(data)
-            self.skipped.pop(tp, None)
-        end = next_offset
-        for _, header in iter_batch_headers(data):
-            end = max(end, header.next_offset)
-        self.fetch_positions[tp] = end
-        if end > next_offset:
-            self.skipped[tp] = end
-            if not added:
-                self.data_ready.set()  # nothing to hand out, but the position moved
-        return added > 0
+        if last is None or last.next_offset <= offset:
+            return False
+        self.fetch_positions[tp] = last.next_offset
+        self.skipped[tp] = last.next_offset
+        if not has_data:
+            self.data_ready.set()  # nothing to hand out, but the position moved
+            return False
+        buf = self.buffers.get(tp)
+        if buf is None:
+            buf = self.buffers[tp] = PartitionBuffer()
+        buf.chunks.append((data, offset, aborted))
+        buf.bytes += len(data)
+        return True
 
     def _partition_error(self, tp: TopicPartition, code: int) -> bool:
         """Handle a partition-level Fetch error; False when the next Fetch should back off."""
@@ -240,25 +250,69 @@ class Fetcher:
         self.data_ready.set()
         return True
 
-    def drain(self, tps: set[TopicPartition] | None, max_records: int | None) -> dict[TopicPartition, list[Record]]:
-        out: dict[TopicPartition, list[Record]] = {}
-        budget = max_records if max_records is not None else 1 << 62
-        for tp, buf in list(self.buffers.items()):
-            if budget <= 0:
-                break
-            if (tps is not None and tp not in tps) or tp in self.paused or not buf.records:
-                continue
-            n = min(budget, len(buf.records))
-            if n == len(buf.records):
-                recs = list(buf.records)
-                buf.records.clear()
-                buf.bytes = 0
-            else:
-                recs = [buf.records.popleft() for _ in range(n)]
-                buf.bytes = max(0, buf.bytes - buf.bytes * n // (n + len(buf.records)))
-            out[tp] = recs
-            budget -= n
-        if not any(b.records for b in self.buffers.values()):
+    def _ready(self, tps: set[TopicPartition] | None) -> list[tuple[TopicPartition, PartitionBuffer]]:
+        return [(tp, buf) for tp, buf in self.buffers.items()
+                if buf and (tps is None or tp in tps) and tp not in self.paused]
+
+    def _drained(self) -> None:
+        if not any(self.buffers.values()):
             self.data_ready.clear()
         self.wake()
+
+    def drain(self, tps: set[TopicPartition] | None, max_records: int | None) -> dict[TopicPartition, list[Record]]:
+        """Decode and take buffered records (at most ``max_records`` in all)."""
+        out: dict[TopicPartition, list[Record]] = {}
+        budget = max_records if max_records is not None else 1 << 62
+        for tp, buf in self._ready(tps):
+            if budget <= 0:
+                break
+            recs = buf.records
+            buf.records = []
+            while buf.chunks and len(recs) < budget:
+                data, offset, aborted = buf.chunks.popleft()
+                try:
+                    recs += decode_rows(data, Record, tp.topic, tp.partition, min_offset=offset, aborted=aborted)
+                except CorruptRecordError as exc:
+                    # refetch from the bad record set: the error stays until the data is readable
+                    self.fetch_positions[tp] = offset
+                    self.skipped.pop(tp, None)
+                    buf.chunks.clear()
+                    buf.records = []
+                    buf.bytes = 0
+                    self._drained()
+                    raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{tp}: {exc}") from None
+            if len(recs) > budget:
+                rest = len(recs) - budget
+                held = sum(len(c[0]) for c in buf.chunks)
+                buf.bytes = held + (buf.bytes - held) * rest // len(recs)
+                buf.records = recs[budget:]
+                recs = recs[:budget]
+            else:
+                buf.bytes = sum(len(c[0]) for c in buf.chunks)
+            if recs:
+                out[tp] = recs
+                budget -= len(recs)
+        self._drained()
         return out
+
+    def drain_record_sets(self, tps: set[TopicPartition] | None) -> dict[TopicPartition, list[RecordSet]]:
+        """Take the buffered record sets undecoded (see :data:`RecordSet`).  Records already decoded
+        by a limited ``drain`` come first, re-encoded as batches."""
+        out: dict[TopicPartition, list[RecordSet]] = {}
+        for tp, buf in self._ready(tps):
+            sets: list[RecordSet] = []
+            if buf.records:
+                sets.append((_rebatch(buf.records), buf.records[0].offset, None))
+                buf.records = []
+            sets.extend(buf.chunks)
+            buf.chunks.clear()
+            buf.bytes = 0
+            out[tp] = sets
+        self._drained()
+        return out
+
+
+def _rebatch(records: list[Record]) -> bytes:
+    """Records decoded already, as batches again (one per record: offsets and timestamps kept)."""
+    return b"".join(encode_batch([(r.key, r.value, r.headers, r.timestamp)], base_offset=r.offset,
+                                 timestamp_type=r.timestamp_type) for r in records)

@@ -57,7 +57,12 @@ class Producer:
         self._producer_id = -1
         self._producer_epoch = -1
         self._sequences: dict[TopicPartition, int] = {}
-        self._unfinished: set[asyncio.Future[RecordMetadata]] = set()
+        #: records enqueued and not yet acknowledged or failed; ``_idle`` is set when there are none
+        self._outstanding = 0
+        self._idle = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start()
+        self._tps_metadata: Any = None
+        self._tps: dict[str, list[TopicPartition]] = {}
         self._started = False
         self._closed = False
 
@@ -71,6 +76,7 @@ class Producer:
     async def start(self) -> None:
         if self._started:
             return
+        self._loop = asyncio.get_running_loop()
         self._timers = WheelTimer()
         self._net = NetworkClient(self.config, self._timers, allow_auto_topic_creation=True)
         await self._net.start()
@@ -124,17 +130,68 @@ class Producer:
     async def enqueue(self, topic: str, value: Any = None, key: Any = None, headers: Headers = None,
                       partition: int | None = None, timestamp_ms: int | None = None) -> asyncio.Future[RecordMetadata]:
         """Append a record to its batch; returns the delivery future without waiting for it."""
-        if self._closed or not self._started or self._net is None:
+        net = self._net
+        if self._closed or not self._started or net is None:
             raise IllegalStateError("producer is not running (use 'async with' or await start())")
-        if self.config.key_serializer is not None:
-            key = self.config.key_serializer(key)
-        if self.config.value_serializer is not None:
-            value = self.config.value_serializer(value)
+        cfg = self.config
+        if cfg.key_serializer is not None:
+            key = cfg.key_serializer(key)
+        if cfg.value_serializer is not None:
+            value = cfg.value_serializer(value)
         hdrs = [(k, v) for k, v in headers] if headers else None
         size = estimate_size(key, value, hdrs)
-        if size > self.config.max_request_size:
+        if size > cfg.max_request_size:
             raise RecordTooLargeError(f"record of ~{size} bytes exceeds max_request_size")
-        deadline = self._net.timers.now_ms() + self.config.max_block_ms
+        now = net.timers.now_ms()
+        acc = self._acc
+        if acc.buffered_bytes + size > cfg.buffer_memory:
+            await self._wait_for_space(size, now + cfg.max_block_ms)
+        tps = self._topic_partitions(topic)
+        if tps is None:
+            remaining = max(1, int(now + cfg.max_block_ms - net.timers.now_ms()))
+            await net.wait_for_partitions(topic, min(remaining, cfg.request_timeout_ms))
+            tps = self._topic_partitions(topic) or []
+        n = len(tps)
+        if partition is None:
+            if cfg.partitioner is not None:
+                partition = cfg.partitioner(key, [tp.partition for tp in tps], net.metadata.available_partitions(topic))
+            else:
+                partition = self._partitioner.partition(topic, key, n, net.metadata.available_partitions(topic))
+        if not 0 <= partition < n:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has no partition {partition}")
+        tp = tps[partition]
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
+        full, first = acc.append(tp, key, value, hdrs, timestamp_ms, fut, now, size)
+        self._outstanding += 1
+        if full and key is None and cfg.partitioner is None:
+            self._partitioner.on_new_batch(topic, partition, n, net.metadata.available_partitions(topic))
+        if full or first or cfg.linger_ms == 0:
+            self._wake.set()
+            if full:
+                # let the sender take the full batch now: a caller enqueueing in a loop never yields
+                # otherwise, and records would pile up to buffer_memory before any is sent
+                await asyncio.sleep(0)
+        return fut
+
+    def _topic_partitions(self, topic: str) -> list[TopicPartition] | None:
+        """``TopicPartition``s of ``topic`` by partition number, from the current metadata (None if unknown)."""
+        assert self._net is not None
+        md = self._net.metadata
+        if md is not self._tps_metadata:
+            self._tps_metadata = md
+            self._tps = {}
+        tps = self._tps.get(topic)
+        if tps is None:
+            parts = partitions_for(md, topic)
+            if not parts:
+                return None
+            tps = self._tps[topic] = [TopicPartition(topic, p) for p in range(len(parts))]
+        return tps
+
+    async def _wait_for_space(self, size: int, deadline: float) -> None:
+        assert self._net is not None
         while self._acc.buffered_bytes + size > self.config.buffer_memory:
             self._space.clear()
             self._wake.set()
@@ -144,40 +201,16 @@ class Producer:
             except TimeoutError:
                 raise KafkaTimeoutError(f"buffer_memory ({self.config.buffer_memory} bytes) still full after "
                                         f"max_block_ms={self.config.max_block_ms}") from None
-        parts = partitions_for(self._net.metadata, topic)
-        if not parts:
-            remaining = max(1, int(deadline - self._net.timers.now_ms()))
-            parts = await self._net.wait_for_partitions(topic, min(remaining, self.config.request_timeout_ms))
-        n = len(parts)
-        if partition is None:
-            if self.config.partitioner is not None:
-                partition = self.config.partitioner(key, parts, self._net.metadata.available_partitions(topic))
-            else:
-                partition = self._partitioner.partition(topic, key, n, self._net.metadata.available_partitions(topic))
-        elif not 0 <= partition < n:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has no partition {partition}")
-        tp = TopicPartition(topic, partition)
-        if timestamp_ms is None:
-            timestamp_ms = int(time.time() * 1000)
-        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        self._unfinished.add(fut)
-        fut.add_done_callback(self._unfinished.discard)
-        full = self._acc.append(tp, key, value, hdrs, timestamp_ms, fut, self._net.timers.now_ms())
-        if full and key is None and self.config.partitioner is None:
-            self._partitioner.on_new_batch(topic, partition, n, self._net.metadata.available_partitions(topic))
-        if full or self.config.linger_ms == 0 or len(self._acc.open.get(tp, ())) == 1:
-            self._wake.set()
-        return fut
 
     async def flush(self, timeout_s: float | None = None) -> None:
         """Send everything buffered now (ignoring linger) and wait for all deliveries."""
-        if not self._unfinished:
+        if not self._outstanding:
             return
         self._acc.flushing += 1
         self._wake.set()
         try:
-            pending = list(self._unfinished)
-            await asyncio.wait_for(asyncio.gather(*pending, return_exceptions=True), timeout_s)
+            self._idle.clear()
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
         finally:
             self._acc.flushing -= 1
 
@@ -292,11 +325,15 @@ class Producer:
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._acc.complete(batch)
         topic, partition = batch.tp
-        for i, (fut, rec) in enumerate(zip(batch.futures, batch.records, strict=True)):
-            if fut.done():
-                continue
-            ts = log_append_time if log_append_time != -1 else rec[3]
-            fut.set_result(RecordMetadata(topic, partition, base_offset + i if base_offset >= 0 else -1, ts))
+        make = tuple.__new__  # RecordMetadata without its Python-level __new__, one per record
+        offset = base_offset if base_offset >= 0 else -1
+        step = 1 if base_offset >= 0 else 0
+        for fut, rec in zip(batch.futures, batch.records, strict=True):
+            if not fut.done():
+                ts = log_append_time if log_append_time != -1 else rec[3]
+                fut.set_result(make(RecordMetadata, (topic, partition, offset, ts)))
+            offset += step
+        self._completed(len(batch))
 
     def _fail(self, batch: ProducerBatch, exc: BaseException) -> None:
         self._acc.complete(batch)
@@ -304,6 +341,13 @@ class Producer:
             if not fut.done():
                 fut.set_exception(exc)
                 fut.exception()
+        self._completed(len(batch))
+
+    def _completed(self, records: int) -> None:
+        self._outstanding -= records
+        if self._outstanding <= 0:
+            self._outstanding = 0
+            self._idle.set()
 
 
 async def await_future(fut: asyncio.Future[RecordMetadata]) -> RecordMetadata:

@@ -149,6 +149,10 @@ class SyncConsumer(_SyncBase):
     def getmany(self, *partitions: Any, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[Record]]:
         return self._call(lambda: self._client.getmany(*partitions, timeout_ms=timeout_ms, max_records=max_records))
 
+    def getmany_record_sets(self, *partitions: Any, timeout_ms: int = 0) -> dict[Any, list[tuple[Any, int, Any]]]:
+        """See :meth:`client.consumer.Consumer.getmany_record_sets`."""
+        return self._call(lambda: self._client.getmany_record_sets(*partitions, timeout_ms=timeout_ms))
+
     poll = getmany
 
     def getone(self, *partitions: Any) -> Record:

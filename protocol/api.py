@@ -69,7 +69,9 @@ from protocol.schemas import (
 from protocol.schemas.misc import RequestHeader, ResponseHeader
 
 _i32 = struct.Struct(">i")
+_i16 = struct.Struct(">h")
 _hdr_prefix = struct.Struct(">hhi")
+_response_prefix = struct.Struct(">ii")
 
 
 class ApiKey(IntEnum):
@@ -239,10 +241,31 @@ def decode_request_header(frame: Any) -> RequestHeaderData:
     Works for unknown API keys and versions too, so the caller can still
     answer with UNSUPPORTED_VERSION using the correlation id.
     """
-    api_key, api_version, _ = peek_header(frame)
-    header_version = request_header_version(api_key, api_version)
-    obj, pos = RequestHeader.decode_from(header_version, frame, 0)
+    api_key, api_version, correlation_id = peek_header(frame)
+    flexible = _request_flexible.get((api_key, api_version))
+    if flexible is None:
+        flexible = _request_flexible[(api_key, api_version)] = request_header_version(api_key, api_version) == 2
+    # The common case inline: a client id, and (flexible versions) no tagged header fields.
+    size = len(frame)
+    if size >= 10:
+        (n,) = _i16.unpack_from(frame, 8)
+        client_id: str | None = None
+        pos = 10 + max(n, 0)
+        ok = n == -1 or (n >= 0 and pos <= size)
+        if ok and n > 0:
+            try:
+                client_id = str(frame[10:pos], "utf-8")
+            except UnicodeDecodeError:
+                ok = False  # the general decoder reports it
+        elif n == 0:
+            client_id = ""
+        if ok and (not flexible or (pos < size and frame[pos] == 0)):
+            return RequestHeaderData(api_key, api_version, correlation_id, client_id, pos + flexible)
+    obj, pos = RequestHeader.decode_from(2 if flexible else 1, frame, 0)
     return RequestHeaderData(api_key, api_version, obj["correlation_id"], obj["client_id"], pos)
+
+
+_request_flexible: dict[tuple[int, int], bool] = {}
 
 
 def decode_request_body(header: RequestHeaderData, frame: Any) -> Obj:
@@ -257,31 +280,52 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     parts = encode_response_parts(api_key, api_version, correlation_id, body)
     if len(parts) != 1:
         raise ProtocolError("response holds external bytes; use encode_response_parts")
-    return parts[0]  # type: ignore[return-value]
+    return bytes(parts[0])  # type: ignore[arg-type]
 
 
 def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
-                          body: Any) -> list[bytes | ExternalBytes]:
-    """A response frame as chunks: bytes, with :class:`ExternalBytes` where record data goes."""
-    api = APIS[api_key]
+                          body: Any) -> list[bytearray | memoryview | ExternalBytes]:
+    """A response frame as chunks: the encoded bytes (not copied again: a ``bytearray``, or
+    ``memoryview`` pieces of it), with :class:`ExternalBytes` where record data goes."""
+    return response_parts(encode_response_frame(api_key, api_version, correlation_id, body))
+
+
+def encode_response_frame(api_key: int, api_version: int, correlation_id: int, body: Any) -> Writer:
+    """A response frame (size prefix, header, body) in a :class:`Writer`: its ``splices`` say where
+    external bytes go, its ``errors`` the non-zero error codes encoded."""
+    codec = _response_codecs.get((api_key, api_version))
+    if codec is None:
+        api = APIS[api_key]
+        codec = _response_codecs[(api_key, api_version)] = (
+            api.response, response_header_version(api_key, api_version) == 1)
+    message, flexible_header = codec
     out = Writer()
-    out += b"\0\0\0\0"
-    out += _i32.pack(correlation_id)
-    if response_header_version(api_key, api_version) == 1:
+    out += _response_prefix.pack(0, correlation_id)
+    if flexible_header:
         out.append(0)
-    api.response.encode_into(api_version, body, out)
-    total = len(out) - 4 + sum(ext.size for _, ext in out.splices)
-    _i32.pack_into(out, 0, total)
-    if not out.splices:
-        return [bytes(out)]
-    parts: list[bytes | ExternalBytes] = []
+    message.encode_into(api_version, body, out)
+    splices = out.splices
+    _i32.pack_into(out, 0, len(out) - 4 + (sum(ext.size for _, ext in splices) if splices else 0))
+    return out
+
+
+def response_parts(out: Writer) -> list[bytearray | memoryview | ExternalBytes]:
+    """An encoded frame as the chunks to send: itself, or pieces of it around its external bytes."""
+    splices = out.splices
+    if not splices:
+        return [out]
+    view = memoryview(out)
+    parts: list[bytearray | memoryview | ExternalBytes] = []
     start = 0
-    for pos, ext in out.splices:
-        parts.append(bytes(out[start:pos]))
+    for pos, ext in splices:
+        parts.append(view[start:pos])
         parts.append(ext)
         start = pos
-    parts.append(bytes(out[start:]))
+    parts.append(view[start:])
     return parts
+
+
+_response_codecs: dict[tuple[int, int], tuple[Message, bool]] = {}
 
 
 # ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ __all__ = [
     "KBool",
     "KBytes",
     "KFixed",
+    "KRecords",
     "KString",
     "KUuid",
     "Obj",
@@ -70,11 +71,16 @@ class Obj(dict):
 
 
 class Writer(bytearray):
-    """Output buffer that also records :class:`ExternalBytes` to splice in later."""
+    """Output buffer that also records :class:`ExternalBytes` to splice in later, and the non-zero
+    ``error_code`` values the encoded structs carried (``errors``, for metrics: no second walk of
+    the response; codes inside tagged fields are not included)."""
+
+    __slots__ = ("errors", "splices")
 
     def __init__(self) -> None:
         super().__init__()
         self.splices: list[tuple[int, ExternalBytes]] = []
+        self.errors: list[int] = []
 
 
 class ExternalBytes:
@@ -202,6 +208,27 @@ def rd_cnbytes(buf: Any, pos: int) -> tuple[bytes | None, int]:
     return bytes(buf[pos:end]), end
 
 
+def rd_nrecords(buf: Any, pos: int) -> tuple[memoryview | None, int]:
+    """RECORDS: a view of the frame's bytes, not a copy (the broker stamps and appends batches in place)."""
+    (n,) = _i32_unpack(buf, pos)
+    pos += 4
+    if n < 0:
+        if n == -1:
+            return None, pos
+        raise ProtocolError(f"negative records length {n}")
+    end = _span(buf, pos, n)
+    return memoryview(buf)[pos:end], end
+
+
+def rd_cnrecords(buf: Any, pos: int) -> tuple[memoryview | None, int]:
+    """COMPACT_RECORDS, as :func:`rd_nrecords`."""
+    n, pos = rd_uvarint(buf, pos)
+    if n == 0:
+        return None, pos
+    end = _span(buf, pos, n - 1)
+    return memoryview(buf)[pos:end], end
+
+
 def rd_count(buf: Any, pos: int, compact: bool, nullable: bool, min_size: int) -> tuple[int | None, int]:
     """Read an array count; ``None`` for a null array.  Rejects counts the buffer cannot hold."""
     if compact:
@@ -304,6 +331,10 @@ def wr_cnbytes(out: bytearray, value: Any) -> None:
     else:
         wr_uvarint(out, len(value) + 1)
         out += value
+
+
+wr_nrecords = wr_nbytes
+wr_cnrecords = wr_cnbytes
 
 
 def wr_count(out: bytearray, value: Any, compact: bool, nullable: bool) -> None:
@@ -529,6 +560,15 @@ class KBytes(_Sized):
     """BYTES / NULLABLE_BYTES / COMPACT_(NULLABLE_)BYTES; also RECORDS."""
 
     kind = "bytes"
+
+
+class KRecords(_Sized):
+    """RECORDS / COMPACT_RECORDS: nullable bytes that decode to a ``memoryview`` of the input."""
+
+    kind = "records"
+
+    def __init__(self, compact: bool) -> None:
+        super().__init__(compact, True)
 
 
 class KArray(KConstruct):

@@ -19,8 +19,9 @@ from __future__ import annotations
 import struct
 import time
 import zlib
+from array import array
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import cramjam
 from crc32c import crc32c as _crc32c
@@ -47,9 +48,11 @@ __all__ = [
     "ZSTD",
     "BatchHeader",
     "BytesLike",
+    "COMPILED",
     "ControlMarker",
     "CorruptRecordError",
     "Record",
+    "RecordColumns",
     "RecordTuple",
     "compress",
     "crc_ok",
@@ -57,6 +60,8 @@ __all__ = [
     "decode_committed_records",
     "decode_control_marker",
     "decode_record_set",
+    "decode_rows",
+    "data_batches",
     "decode_varint",
     "decode_varlong",
     "decompress",
@@ -64,6 +69,7 @@ __all__ = [
     "encode_control_marker",
     "encode_varint",
     "iter_batch_headers",
+    "next_offset_after",
     "parse_batch_header",
     "stamp_base_offset",
     "stamp_leader_epoch",
@@ -333,6 +339,14 @@ def iter_batch_headers(buf: BytesLike) -> Iterator[tuple[int, BatchHeader]]:
             return
         yield pos, parse_batch_header(buf, pos)
         pos = end
+
+
+def next_offset_after(buf: BytesLike) -> int:
+    """The offset after the last whole batch in ``buf`` (-1 when it holds none)."""
+    last = -1
+    for _, header in iter_batch_headers(buf):
+        last = header[0] + header[6] + 1
+    return last
 
 
 def crc_ok(buf: BytesLike, pos: int, header: BatchHeader) -> bool:
@@ -608,25 +622,70 @@ def encode_batch(
     if isinstance(records[0], Record):
         records = [r.as_tuple() for r in records]  # type: ignore[union-attr]
 
+    now_ms = int(time.time() * 1000)
+    first_ts = records[0][3]  # type: ignore[index]
+    if first_ts is None:
+        first_ts = now_ms
+    base_ts = first_ts if delete_horizon_ms is None else delete_horizon_ms
+    body = bytearray(BATCH_HEADER_SIZE) if compression == NONE else bytearray()
+    if offset_deltas is None:
+        max_ts = _encode_records(records, base_ts, now_ms, body)
+    else:  # a compacted batch (the cleaner's rare path): the pure-Python loop takes the deltas
+        max_ts = _py_encode_records(records, base_ts, now_ms, body, offset_deltas)
+    if delete_horizon_ms is not None:  # the horizon is the base, not a record's time
+        max_ts = max(now_ms if r[3] is None else r[3] for r in records)  # type: ignore[index]
+
+    if compression == NONE:
+        out = body
+    else:
+        out = bytearray(BATCH_HEADER_SIZE)
+        out += compress(compression, body, compression_level)
+
+    attributes = compression
+    if timestamp_type:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if is_control:
+        attributes |= CONTROL_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
+    _pack_header(
+        out,
+        0,
+        base_offset,
+        len(out) - LOG_OVERHEAD,
+        partition_leader_epoch,
+        MAGIC,
+        0,
+        attributes,
+        n - 1 if last_offset_delta is None else last_offset_delta,
+        base_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        n,
+    )
+    _UINT32.pack_into(out, _CRC_OFFSET, _crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
+    return bytes(out)
+
+
+def _py_encode_records(records: Sequence[RecordTuple], base_timestamp: int, now_ms: int, out: bytearray,
+                       offset_deltas: Sequence[int] | None = None) -> int:
+    """The records section of a batch appended to ``out`` (timestamps None mean ``now_ms``); returns
+    the largest timestamp (at least ``base_timestamp``).  The pure-Python twin of
+    ``protocol._crecords.encode_records``; only this one takes ``offset_deltas`` (default 0..n-1)."""
     cache = _VARINT_CACHE
     cache_size = _VARINT_CACHE_SIZE
     slow = _encode_varint_slow
-    now_ms: int | None = None
-
-    base_ts = records[0][3]  # type: ignore[index]
-    if base_ts is None:
-        now_ms = base_ts = int(time.time() * 1000)
+    base_ts = base_timestamp
     max_ts = base_ts
-    if delete_horizon_ms is not None:
-        base_ts = delete_horizon_ms
-
-    body = bytearray(BATCH_HEADER_SIZE) if compression == NONE else bytearray()
-    for offset_delta, (key, value, headers, ts) in enumerate(records):  # type: ignore[misc]
+    body = out
+    for offset_delta, (key, value, headers, ts) in enumerate(records):
         if offset_deltas is not None:
             offset_delta = offset_deltas[offset_delta]
         if ts is None:
-            if now_ms is None:
-                now_ms = int(time.time() * 1000)
             ts = now_ms
         if ts > max_ts:
             max_ts = ts
@@ -673,41 +732,7 @@ def encode_batch(
         if vl:
             body += value
         body += hb
-
-    if compression == NONE:
-        out = body
-    else:
-        out = bytearray(BATCH_HEADER_SIZE)
-        out += compress(compression, body, compression_level)
-
-    attributes = compression
-    if timestamp_type:
-        attributes |= TIMESTAMP_TYPE_MASK
-    if is_transactional:
-        attributes |= TRANSACTIONAL_MASK
-    if is_control:
-        attributes |= CONTROL_MASK
-    if delete_horizon_ms is not None:
-        attributes |= DELETE_HORIZON_MASK
-    _pack_header(
-        out,
-        0,
-        base_offset,
-        len(out) - LOG_OVERHEAD,
-        partition_leader_epoch,
-        MAGIC,
-        0,
-        attributes,
-        n - 1 if last_offset_delta is None else last_offset_delta,
-        base_ts,
-        max_ts,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        n,
-    )
-    _UINT32.pack_into(out, _CRC_OFFSET, _crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:]))
-    return bytes(out)
+    return max_ts
 
 
 def encode_empty_batch(header: BatchHeader) -> bytes:
@@ -921,20 +946,7 @@ def decode_committed_records(
     """
     if type(buf) is not bytes:
         buf = bytes(buf)
-    pending = sorted((first, pid) for pid, first in aborted)
-    aborting: set[int] = set()
-    i = 0
-    for pos, header in iter_batch_headers(buf):
-        pid = header[9]
-        if header[5] & CONTROL_MASK:
-            aborting.discard(pid)  # its marker ends the producer's transaction
-            continue
-        last = header[0] + header[6]
-        while i < len(pending) and pending[i][0] <= last:
-            aborting.add(pending[i][1])
-            i += 1
-        if header[5] & TRANSACTIONAL_MASK and pid in aborting:
-            continue
+    for pos, _ in data_batches(buf, 0, aborted):
         yield from decode_batch(buf, pos, max_decompressed_size=max_decompressed_size)[1]
 
 
@@ -978,3 +990,181 @@ def decode_control_marker(buf: BytesLike, pos: int = 0) -> ControlMarker:
     if version < 0 or kind not in (ABORT_MARKER, COMMIT_MARKER):
         raise CorruptRecordError(f"unknown control record type {kind} (version {version}) at offset {header[0]}")
     return ControlMarker(kind == COMMIT_MARKER, _MARKER_VALUE.unpack_from(value, 0)[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows and columns: the consumer's and the Spark reader's decoding (compiled when available)
+
+
+def _batch_body(buf: BytesLike, pos: int, header: BatchHeader, max_decompressed_size: int) -> tuple[BytesLike, int, int]:
+    """CRC-check the batch at ``pos`` and return ``(data, start, end)`` of its (decompressed) records."""
+    end = pos + header[1] + LOG_OVERHEAD
+    view = memoryview(buf)
+    if _crc32c(view[pos + _ATTRIBUTES_OFFSET : end]) != header[4]:
+        raise CorruptRecordError(f"CRC mismatch in batch at offset {header[0]}")
+    codec = header[5] & COMPRESSION_MASK
+    start = pos + BATCH_HEADER_SIZE
+    if codec == NONE:
+        return buf, start, end
+    if codec > ZSTD:
+        raise CorruptRecordError(f"unknown compression codec {codec}")
+    data = decompress(codec, view[start:end], max_decompressed_size)
+    return data, 0, len(data)
+
+
+def _py_decode_rows(data: BytesLike, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                    log_append_time: int | None, timestamp_type: int, min_offset: int, row_type: type,
+                    topic: object, partition: object, out: list[tuple[object, ...]]) -> None:
+    """Pure-Python twin of ``protocol._crecords.decode_rows``."""
+    if not isinstance(row_type, type) or not issubclass(row_type, tuple):
+        raise TypeError("row_type must be a tuple subclass")
+    if start < 0 or end > len(data) or start > end:
+        raise ValueError("record range outside the buffer")
+    if type(data) is not bytes:
+        data = bytes(memoryview(data)[start:end])
+        start, end = 0, len(data)
+    append = out.append
+    for r in _decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time):
+        if r.offset >= min_offset:
+            append(_tuple_new(row_type, (topic, partition, r.offset, r.timestamp, timestamp_type, r.key, r.value,
+                                         r.headers)))
+
+
+class _PyColumnBuilder:
+    """Pure-Python twin of ``protocol._crecords.ColumnBuilder``."""
+
+    def __init__(self, headers: bool = False) -> None:
+        self._offsets = array("q")
+        self._timestamps = array("q")
+        self._types = array("i")
+        self._keys: list[bytes | None] = []
+        self._values: list[bytes | None] = []
+        self.headers: list[Headers] | None = [] if headers else None
+        self.length = 0
+
+    def add_records(self, data: BytesLike, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                    log_append_time: int | None, timestamp_type: int, min_offset: int, max_offset: int) -> None:
+        if start < 0 or end > len(data) or start > end:
+            raise ValueError("record range outside the buffer")
+        body = bytes(memoryview(data)[start:end])
+        for r in _decode_records(body, 0, len(body), count, base_offset, base_timestamp, log_append_time):
+            if min_offset <= r.offset < max_offset:
+                self._offsets.append(r.offset)
+                self._timestamps.append(r.timestamp)
+                self._types.append(timestamp_type)
+                self._keys.append(r.key)
+                self._values.append(r.value)
+                if self.headers is not None:
+                    self.headers.append(r.headers)
+                self.length += 1
+
+    @staticmethod
+    def _binary(values: list[bytes | None]) -> tuple[bytearray | None, bytearray, bytearray]:
+        valid = bytearray((len(values) + 7) // 8)
+        offsets = array("i", [0])
+        data = bytearray()
+        nulls = 0
+        for i, v in enumerate(values):
+            if v is None:
+                nulls += 1
+            else:
+                valid[i // 8] |= 1 << (i % 8)
+                data += v
+            offsets.append(len(data))
+        return (valid if nulls else None), bytearray(offsets.tobytes()), data
+
+    def finish(self) -> tuple[int, bytearray, bytearray, bytearray, tuple[bytearray | None, bytearray, bytearray],
+                              tuple[bytearray | None, bytearray, bytearray], list[Headers] | None]:
+        return (self.length, bytearray(self._offsets.tobytes()), bytearray(self._timestamps.tobytes()),
+                bytearray(self._types.tobytes()), self._binary(self._keys), self._binary(self._values), self.headers)
+
+
+def data_batches(buf: BytesLike, min_offset: int = 0,
+                  aborted: Sequence[tuple[int, int]] | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    """The whole batches of ``buf`` a consumer reads records from, with offsets >= ``min_offset``:
+    control batches and a trailing partial batch skipped, and with ``aborted`` (``read_committed``:
+    the Fetch answer's ``(producer_id, first_offset)`` list) the batches of aborted transactions
+    too — from a transaction's first offset on, that producer's transactional batches until its
+    next marker.  Reads batch headers only."""
+    pending = sorted((first, pid) for pid, first in aborted) if aborted else ()
+    aborting: set[int] = set()
+    i = 0
+    for pos, header in iter_batch_headers(buf):
+        attributes = header[5]
+        if attributes & CONTROL_MASK:
+            aborting.discard(header[9])  # its marker ends the producer's transaction
+            continue
+        last = header[0] + header[6]
+        while i < len(pending) and pending[i][0] <= last:
+            aborting.add(pending[i][1])
+            i += 1
+        if (attributes & TRANSACTIONAL_MASK and aborting and header[9] in aborting) or last < min_offset:
+            continue
+        yield pos, header
+
+
+def decode_rows(buf: BytesLike, row_type: type, topic: object, partition: object, *, min_offset: int = 0,
+                aborted: Sequence[tuple[int, int]] | None = None,
+                max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[tuple[object, ...]]:
+    """Every record of the data batches in ``buf`` with offset >= ``min_offset`` (with ``aborted``:
+    those a ``read_committed`` consumer sees, as in :func:`decode_committed_records`), as
+    ``row_type(topic, partition, offset, timestamp, timestamp_type, key, value, headers)`` — a tuple
+    subclass such as a ``NamedTuple`` with those eight fields, built without a Python call per record
+    when the compiled codec is installed."""
+    out: list[tuple[object, ...]] = []
+    for pos, header in data_batches(buf, min_offset, aborted):
+        data, start, end = _batch_body(buf, pos, header, max_decompressed_size)
+        lat = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
+        _decode_rows(data, start, end, header[12], header[0], header[7], lat, LOG_APPEND_TIME if lat is not None
+                     else CREATE_TIME, min_offset, row_type, topic, partition, out)
+    return out
+
+
+class RecordColumns:
+    """Records decoded straight into column buffers (Arrow's layout) instead of objects.
+
+    ``add(record_set, min_offset, max_offset, aborted)`` appends the records of the whole data
+    batches of a fetched record set with ``min_offset <= offset < max_offset`` (with ``aborted``,
+    only committed ones: see :func:`decode_committed_records`); ``finish()`` returns
+    ``(length, offsets, timestamps, timestamp_types, key, value, headers)``: native-endian int64,
+    int64 and int32 buffers, ``key``/``value`` as ``(validity bitmap or None, int32 offsets, data)``,
+    ``headers`` a list of header lists (only with ``headers=True``).
+    """
+
+    def __init__(self, *, headers: bool = False,
+                 max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> None:
+        self._builder = _ColumnBuilder(headers)
+        self._max_decompressed = max_decompressed_size
+
+    @property
+    def length(self) -> int:
+        return int(self._builder.length)
+
+    def add(self, buf: BytesLike, min_offset: int = 0, max_offset: int = 1 << 63,
+            aborted: Sequence[tuple[int, int]] | None = None) -> None:
+        for pos, header in data_batches(buf, min_offset, aborted):
+            if header[0] >= max_offset:
+                break
+            data, start, end = _batch_body(buf, pos, header, self._max_decompressed)
+            lat = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
+            self._builder.add_records(data, start, end, header[12], header[0], header[7], lat,
+                                      LOG_APPEND_TIME if lat is not None else CREATE_TIME, min_offset,
+                                      min(max_offset, (1 << 63) - 1))
+
+    def finish(self) -> tuple[Any, ...]:
+        return tuple(self._builder.finish())
+
+
+try:
+    from protocol import _crecords  # built at install time (setup.py) when Cython and a compiler were there
+
+    _crecords.set_error_class(CorruptRecordError)
+    _decode_rows: Any = _crecords.decode_rows
+    _ColumnBuilder: Any = _crecords.ColumnBuilder
+    _encode_records: Any = _crecords.encode_records
+    COMPILED = True
+except ImportError:  # no compiled codec: the pure-Python twins
+    _decode_rows = _py_decode_rows
+    _ColumnBuilder = _PyColumnBuilder
+    _encode_records = _py_encode_records
+    COMPILED = False

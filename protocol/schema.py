@@ -179,6 +179,14 @@ class KStruct(KConstruct):
             return "ZERO_UUID" if slot.default == ZERO_UUID else f"uuid.UUID({str(slot.default)!r})"
         return repr(slot.default)
 
+    def _default_value(self, slot: _Slot, code: Any) -> str:
+        """An expression for the field's default to compare with (one shared value, never handed out)."""
+        if not slot.mutable_default:
+            return self._default_expr(slot, code)
+        name = f"dc_{code.allocateId()}"
+        code.linkedinstances[name] = slot.default
+        return f"linkedinstances[{name!r}]"
+
     def _groups(self) -> list[list[_Slot]]:
         """Runs of consecutive fixed-width fields are read and written with one struct call."""
         groups: list[list[_Slot]] = []
@@ -206,23 +214,26 @@ class KStruct(KConstruct):
             lines.append(f"    r[{slot.field.name!r}] = {self._default_expr(slot, code)}")
         if self.flexible:
             lines += [
-                "    _nt, pos = rd_uvarint(buf, pos)",
-                "    _last = -1",
-                "    for _ in range(_nt):",
-                "        _tag, pos = rd_uvarint(buf, pos)",
-                "        _size, pos = rd_uvarint(buf, pos)",
-                "        if _tag <= _last:",
-                "            raise ProtocolError('tagged fields out of order')",
-                "        _last = _tag",
-                "        _end = pos + _size",
-                "        if _end > len(buf):",
-                "            raise ProtocolError('tagged field runs past the end of the buffer')",
+                "    if buf[pos] == 0:",  # no tagged fields: the usual case, one byte
+                "        pos += 1",
+                "    else:",
+                "        _nt, pos = rd_uvarint(buf, pos)",
+                "        _last = -1",
+                "        for _ in range(_nt):",
+                "            _tag, pos = rd_uvarint(buf, pos)",
+                "            _size, pos = rd_uvarint(buf, pos)",
+                "            if _tag <= _last:",
+                "                raise ProtocolError('tagged fields out of order')",
+                "            _last = _tag",
+                "            _end = pos + _size",
+                "            if _end > len(buf):",
+                "                raise ProtocolError('tagged field runs past the end of the buffer')",
             ]
             for i, slot in enumerate(self.tagged):
                 kw = "if" if i == 0 else "elif"
-                lines.append(f"        {kw} _tag == {slot.field.tag}:")
-                lines += ["            " + s for s in slot.con.gen_parse(f"r[{slot.field.name!r}]", code)]
-            lines.append("        pos = _end")
+                lines.append(f"            {kw} _tag == {slot.field.tag}:")
+                lines += ["                " + s for s in slot.con.gen_parse(f"r[{slot.field.name!r}]", code)]
+            lines.append("            pos = _end")
         lines.append("    return r, pos")
         return "\n".join(lines) + "\n"
 
@@ -232,8 +243,14 @@ class KStruct(KConstruct):
             if group[0].con.fmt is not None:
                 fmt = "".join(s.con.fmt for s in group)
                 sname = p.code_struct(code, fmt)
-                args = ", ".join(f"g({s.field.name!r}, {s.default!r})" for s in group)
+                noted = [s for s in group if s.field.name == "error_code"]
+                for s in noted:
+                    lines.append(f"    _ec = g('error_code', {s.default!r})")
+                args = ", ".join("_ec" if s in noted else f"g({s.field.name!r}, {s.default!r})" for s in group)
                 lines.append(f"    out += {sname}.pack({args})")
+                if noted:
+                    lines.append("    if _ec:")
+                    lines.append("        out.errors.append(_ec)")
             else:
                 slot = group[0]
                 var = f"_v{code.allocateId()}"
@@ -247,7 +264,7 @@ class KStruct(KConstruct):
                 for slot in self.tagged:
                     var = f"_t{code.allocateId()}"
                     lines.append(f"    {var} = g({slot.field.name!r}, MISSING)")
-                    lines.append(f"    if {var} is not MISSING and {var} != {self._default_expr(slot, code)}:")
+                    lines.append(f"    if {var} is not MISSING and {var} != {self._default_value(slot, code)}:")
                     lines.append("        _outer = out")
                     lines.append("        out = Writer()")
                     lines += ["        " + s for s in slot.con.gen_build(var, code)]
@@ -320,6 +337,7 @@ def _prelude(code: Any) -> None:
         "from protocol.primitives import rd_bytes, rd_nbytes, rd_cbytes, rd_cnbytes, rd_uuid\n"
         "from protocol.primitives import wr_string, wr_nstring, wr_cstring, wr_cnstring\n"
         "from protocol.primitives import wr_bytes, wr_nbytes, wr_cbytes, wr_cnbytes, wr_uuid\n"
+        "from protocol.primitives import rd_nrecords, rd_cnrecords, wr_nrecords, wr_cnrecords\n"
         "from protocol.errors import ProtocolError\n"
         "from protocol.schema import MISSING, default_struct\n"
         "import uuid\n"
@@ -339,8 +357,10 @@ def field_construct(f: Field, version: int, flexible: bool) -> KConstruct:
         inner = p.KBool() if elem == "bool" else p.KFixed(_FIXED[elem])
     elif elem == "string":
         inner = p.KString(compact, nullable and not f.is_array)
+    elif elem == "records" and not f.is_array:
+        inner = p.KRecords(compact)
     elif elem in ("bytes", "records"):
-        inner = p.KBytes(compact, (nullable or elem == "records") and not f.is_array)
+        inner = p.KBytes(compact, nullable and not f.is_array)
     elif elem == "uuid":
         inner = p.KUuid()
     else:

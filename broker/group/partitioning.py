@@ -6,13 +6,17 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 __all__ = ["coordinator_partition", "java_string_hashcode"]
 
 _INT_MIN = -(2**31)
 
 
+@lru_cache(maxsize=16384)
 def java_string_hashcode(s: str) -> int:
-    """Java's ``String.hashCode``: ``31*h + c`` over UTF-16 code units, as a signed int32."""
+    """Java's ``String.hashCode``: ``31*h + c`` over UTF-16 code units, as a signed int32.
+    Remembered for the most recent group ids (every group request places its group)."""
     h = 0
     data = s.encode("utf-16-be")
     for i in range(0, len(data), 2):

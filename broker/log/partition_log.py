@@ -28,7 +28,8 @@ epoch); a follower copies the leader's batches verbatim with
 :meth:`PartitionLog.truncate_to`.
 
 It is synchronous and single-threaded: the asyncio edge calls it from the
-event loop and may run ``FlushTicket.run()`` (the fsyncs) in a thread.
+event loop and may run ``FlushTicket.run()`` (the fsyncs, and the checkpoint
+and producer snapshot they make durable) in a thread.
 
 Durability reasoning
 --------------------
@@ -47,10 +48,15 @@ cut off, and the segments holding that range count as unflushed until the next
 fsync.  Indexes are caches of the log and are rebuilt when missing or inconsistent.
 
 A flush captures what it covers (``prepare_flush``: the dirty segments, their
-sizes and the log end offset), fsyncs private duplicates of the descriptors
-(``FlushTicket.run``, possibly in a thread) and only then, in
-``complete_flush``, marks exactly the captured data clean and advances the
-recovery point, checkpoint and producer snapshot.  A failed fsync is never
+sizes and the log end offset, and the checkpoint and producer snapshot naming
+that offset), fsyncs private duplicates of the descriptors and, only if every
+fsync succeeded, writes that checkpoint and snapshot (``FlushTicket.run``,
+possibly in a thread, so no fsync of a flush round runs on the event loop);
+then ``complete_flush`` marks exactly the captured data clean and advances the
+recovery point in memory.  A checkpoint written on the loop meanwhile (a
+truncation, retention, DeleteRecords) supersedes the captured one: the
+ticket's writes are dropped (``_CheckpointGuard``) and the loop writes the
+checkpoint itself.  A failed fsync is never
 retried ("fsyncgate": the kernel may have dropped the pages and cleared the
 error): it is reported to the directory's ``LogDirFailureChannel``, which takes
 the whole directory offline (see ``dir_failure``); from then on appends, reads
@@ -59,14 +65,17 @@ and flushes raise ``KafkaStorageError`` and nothing advances.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import threading
 import time
 import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from broker.log._fs import atomic_write
 from broker.log.cleaner import recover_interrupted_swaps
@@ -112,12 +121,12 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     """What Produce answers: ``log_append_time`` is -1 unless the topic uses LogAppendTime.
 
     ``duplicate`` is True when the batch was a retry of an already-appended
     idempotent batch: the offsets are the original ones and nothing was written.
+    (A named tuple: one is made per append.)
     """
 
     base_offset: int
@@ -175,6 +184,18 @@ class RecoveryReport:
         return f"{self.name}: " + ("; ".join(parts) if parts else "clean")
 
 
+class _CheckpointGuard:
+    """Orders the writes of one log's checkpoint and producer snapshots between the event loop and
+    a flush thread: the loop bumps ``generation`` whenever it writes, and a ticket writes only if
+    the generation is still the one it captured (both under ``lock``)."""
+
+    __slots__ = ("generation", "lock")
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.lock = threading.Lock()
+
+
 @dataclass(slots=True)
 class FlushTicket:
     """An fsync job captured by ``PartitionLog.prepare_flush``.
@@ -195,8 +216,19 @@ class FlushTicket:
     done: bool = False
     error: OSError | None = None
     failed_path: str | None = None
+    #: files a successful run writes after its fsyncs (producer snapshot, then checkpoint): (path, bytes)
+    writes: list[tuple[str, bytes]] = field(default_factory=list)
+    #: the (log start, recovery point, high watermark) the checkpoint in ``writes`` records, if any
+    checkpoint: tuple[int, int, int, int] | None = None
+    snapshot: bool = False  # whether ``writes`` holds a producer snapshot
+    guard: _CheckpointGuard | None = None
+    generation: int = 0
+    dir_failure: LogDirFailureChannel | None = None
+    written: bool = False  # ``writes`` are on disk
+    failed_operation: str = "fsync"
 
-    def run(self) -> FlushTicket:
+    def run(self, *, write: bool = True) -> FlushTicket:
+        """fsync; then, if every fsync succeeded (and ``write``), write the checkpoint and snapshot."""
         try:
             for fd, path in self.files:
                 try:
@@ -206,8 +238,28 @@ class FlushTicket:
                     break
         finally:
             self.close()
+        if self.error is None and write:
+            self._write()
         self.done = True
         return self
+
+    def _write(self) -> None:
+        if not self.writes:
+            self.written = True
+            return
+        guard = self.guard
+        if guard is None:
+            return
+        with guard.lock:
+            if guard.generation != self.generation or (self.dir_failure is not None and self.dir_failure.offline):
+                return  # superseded by a write on the loop, or the directory went offline
+            for path, data in self.writes:
+                try:
+                    atomic_write(path, data)
+                except OSError as exc:
+                    self.error, self.failed_path, self.failed_operation = exc, path, "checkpoint write"
+                    return
+            self.written = True
 
     def close(self) -> None:
         """Close the descriptors not closed yet (idempotent)."""
@@ -220,10 +272,13 @@ class FlushTicket:
 
     @staticmethod
     def run_all(tickets: list[FlushTicket]) -> None:
-        """Run every ticket (one failing does not stop the others); every descriptor ends closed."""
+        """Run every ticket (one failing does not stop the others' fsyncs, but after a failure no
+        checkpoint is written: the directory is going offline); every descriptor ends closed."""
         try:
+            failed = False
             for ticket in tickets:
-                ticket.run()
+                ticket.run(write=not failed)
+                failed = failed or ticket.error is not None
         finally:
             for ticket in tickets:
                 ticket.close()
@@ -255,6 +310,7 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = self.clock()
         self._checkpointed: tuple[int, int, int, int] | None = None
+        self._guard = _CheckpointGuard()
         self._hw = 0
         self._cleaner_offset = 0
         self._truncations = 0
@@ -339,14 +395,26 @@ class PartitionLog:
         if state == self._checkpointed:
             return
         self._dir_failure.check()  # an offline directory's checkpoint stays as it was
+        path, data = self._checkpoint_file(state)
+        with self._loop_write():
+            try:
+                atomic_write(path, data)
+            except OSError as exc:
+                raise self._dir_failure.report("checkpoint write", path, exc) from exc
+        self._checkpointed = state
+
+    @contextlib.contextmanager
+    def _loop_write(self) -> Iterator[None]:
+        """Write (or remove) checkpoint or snapshot files on the loop: flush tickets captured
+        before this do not write theirs over it."""
+        with self._guard.lock:
+            self._guard.generation += 1
+            yield
+
+    def _checkpoint_file(self, state: tuple[int, int, int, int]) -> tuple[str, bytes]:
         doc = {"version": 2, "log_start_offset": state[0], "recovery_point": state[1], "high_watermark": state[2],
                "cleaner_offset": state[3]}
-        path = os.path.join(self.directory, CHECKPOINT_FILE)
-        try:
-            atomic_write(path, json.dumps(doc).encode())
-        except OSError as exc:
-            raise self._dir_failure.report("checkpoint write", path, exc) from exc
-        self._checkpointed = state
+        return os.path.join(self.directory, CHECKPOINT_FILE), json.dumps(doc).encode()
 
     def _rebuild_producer_state(self, report: RecoveryReport | None = None) -> None:
         """Producer state (and open transactions) from the newest snapshot at or below the log end,
@@ -472,12 +540,15 @@ class PartitionLog:
         checked by their coordinator and carry no sequence numbers).
         Raises ``CorruptMessageError``, ``InvalidRecordError``, ``MessageTooLargeError``,
         ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``,
-        ``InvalidTxnStateError``; nothing is written when it raises.  A bytearray is stamped in place.
-        ``KafkaStorageError`` when the log directory is offline or goes offline (a failed
-        write, or a failed fsync of a ``flush.messages`` flush).
+        ``InvalidTxnStateError``; nothing is written when it raises.  A bytearray or writable
+        memoryview (the batch in the received request) is stamped in place and written from there;
+        anything else is copied first.  ``KafkaStorageError`` when the log directory is offline or
+        goes offline (a failed write, or a failed fsync of a ``flush.messages`` flush).
         """
         self._dir_failure.check()
-        buf = batch if type(batch) is bytearray else bytearray(batch)
+        kind = type(batch)
+        in_place = kind is bytearray or (kind is memoryview and not batch.readonly)  # type: ignore[union-attr]
+        buf = batch if in_place else bytearray(batch)
         n = len(buf)
         if n < BATCH_HEADER_SIZE:
             raise CorruptMessageError(f"batch of {n} bytes is shorter than a batch header")
@@ -655,7 +726,8 @@ class PartitionLog:
                 break
         seg.truncate_to(position)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
-        self._rebuild_producer_state()  # drops the snapshots above the new end, replays up to it
+        with self._loop_write():  # a flush ticket captured before must not write a snapshot above the new end
+            self._rebuild_producer_state()  # drops the snapshots above the new end, replays up to it
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._hw = min(self._hw, self.log_end_offset)
         self._cleaner_offset = min(self._cleaner_offset, self.log_end_offset)  # what follows is not cleaned
@@ -675,8 +747,9 @@ class PartitionLog:
         self._log_start = self._recovery_point = self._hw = self._cleaner_offset = offset
         self.epoch_cache.clear()
         self.producer_state.clear()
-        for snap in self.producer_state.snapshot_offsets():
-            self.producer_state._remove(snap)
+        with self._loop_write():
+            for snap in self.producer_state.snapshot_offsets():
+                self.producer_state._remove(snap)
         self._write_checkpoint()
         logger.info("%s: emptied, starting at offset %d", self.name, offset)
 
@@ -991,7 +1064,19 @@ class PartitionLog:
         except BaseException:
             FlushTicket(files, -1).close()
             raise
-        return FlushTicket(files, self.log_end_offset, segments, self._unflushed_messages, self._truncations)
+        offset = self.log_end_offset
+        ticket = FlushTicket(files, offset, segments, self._unflushed_messages, self._truncations,
+                             guard=self._guard, generation=self._guard.generation, dir_failure=self._dir_failure)
+        if self.producer_state.changed and offset > self._log_start:
+            # the state as of this offset, durable once the fsync covered it; changed again if not written
+            ticket.writes.append(self.producer_state.snapshot(offset))
+            ticket.snapshot = True
+            self.producer_state.changed = False
+        state = (self._log_start, max(offset, self._recovery_point), self._hw, self._cleaner_offset)
+        if state != self._checkpointed:
+            ticket.writes.append(self._checkpoint_file(state))
+            ticket.checkpoint = state
+        return ticket
 
     def complete_flush(self, ticket: FlushTicket) -> None:
         """After ``ticket.run()``: mark the captured data clean, advance the recovery point,
@@ -1003,8 +1088,11 @@ class PartitionLog:
         if not ticket.done:
             ticket.close()
             raise KafkaStorageError("flush ticket was not run")
+        if ticket.snapshot and not ticket.written:
+            self.producer_state.changed = True  # the captured snapshot was not written: the next flush's job
         if ticket.error is not None:
-            raise self._dir_failure.report("fsync", ticket.failed_path or self.directory, ticket.error)
+            raise self._dir_failure.report(ticket.failed_operation, ticket.failed_path or self.directory,
+                                           ticket.error)
         self._dir_failure.check()
         if ticket.truncations != self._truncations:
             # The tail was cut (and maybe rewritten to the same sizes) after the capture: what the
@@ -1017,13 +1105,13 @@ class PartitionLog:
         self._unflushed_messages = max(0, self._unflushed_messages - ticket.messages)
         if ticket.offset > self._recovery_point:
             self._recovery_point = min(ticket.offset, self.log_end_offset)
-            if self.producer_state.changed and self._recovery_point == self.log_end_offset:
-                path = self.producer_state.directory
-                try:
-                    self.producer_state.write_snapshot(self._recovery_point)
-                except OSError as exc:
-                    raise self._dir_failure.report("producer snapshot write", path, exc) from exc
-            self._write_checkpoint()
+        if ticket.written:
+            if ticket.checkpoint is not None:
+                self._checkpointed = ticket.checkpoint
+            if ticket.snapshot:
+                self.producer_state.prune_snapshots()
+        else:
+            self._write_checkpoint()  # superseded meanwhile (rare): the current state, from the loop
         self._last_flush_ms = self.clock()
 
     def flush(self) -> None:
@@ -1041,7 +1129,8 @@ class PartitionLog:
             try:
                 self.flush()
                 if self.producer_state.changed:
-                    self.producer_state.write_snapshot(self.log_end_offset)
+                    with self._loop_write():
+                        self.producer_state.write_snapshot(self.log_end_offset)
             except KafkaStorageError:
                 pass  # reported to the failure channel; close the files all the same
             except OSError as exc:

@@ -267,8 +267,8 @@ class ProducerStateManager:
     def _path(self, offset: int) -> str:
         return os.path.join(self.directory, f"{offset:020d}{SNAPSHOT_SUFFIX}")
 
-    def write_snapshot(self, offset: int, *, keep: int = 2) -> None:
-        """Persist the state as of log end ``offset``; keep the newest ``keep`` snapshots."""
+    def snapshot(self, offset: int) -> tuple[str, bytes]:
+        """The snapshot file of the state as of log end ``offset``: (path, contents), not written."""
         doc = {
             "version": 2,
             "offset": offset,
@@ -280,8 +280,16 @@ class ProducerStateManager:
                 for pid, e in self.producers.items()
             ],
         }
-        atomic_write(self._path(offset), json.dumps(doc, separators=(",", ":")).encode())
+        return self._path(offset), json.dumps(doc, separators=(",", ":")).encode()
+
+    def write_snapshot(self, offset: int, *, keep: int = 2) -> None:
+        """Persist the state as of log end ``offset``; keep the newest ``keep`` snapshots."""
+        atomic_write(*self.snapshot(offset))
         self.changed = False
+        self.prune_snapshots(keep)
+
+    def prune_snapshots(self, keep: int = 2) -> None:
+        """Delete all but the newest ``keep`` snapshot files."""
         for old in self.snapshot_offsets()[:-keep]:
             self._remove(old)
 

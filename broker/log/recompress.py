@@ -77,8 +77,8 @@ def compression_level(config: LogConfig, codec: int | None) -> int | None:
     return None
 
 
-def recompress_for_topic(batch: bytes, header: BatchHeader, compression_type: str, *,
-                         max_decompressed_size: int, level: int | None = None) -> bytes:
+def recompress_for_topic(batch: bytes | bytearray | memoryview, header: BatchHeader, compression_type: str, *,
+                         max_decompressed_size: int, level: int | None = None) -> bytes | bytearray | memoryview:
     """The batch a topic with ``compression.type`` stores for the produced ``batch``.
 
     Unchanged when the topic keeps the producer's codec or the batch already uses the topic's;

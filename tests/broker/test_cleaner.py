@@ -458,7 +458,7 @@ def test_a_crash_at_any_point_of_a_merging_swap_recovers_to_a_consistent_log(tmp
         assert lm.cleaner.wait_idle(30)
         groups = lm.cleaner._done[0].cleaned
         assert any(len(group) > 1 for group, _ in groups)
-        moves = 2 * 3 * len(groups)
+        moves = 2 * len(cleaner._FILE_SUFFIXES) * len(groups)  # each file moved to .swap, then into place
         lm.apply_cleaned()
         new = _records_by_offset(log)
     for crash_at in range(0, moves + 1, 2):

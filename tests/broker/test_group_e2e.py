@@ -12,13 +12,13 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_kafka_python_group_rebalances_commits_and_deletes() -> None:
+def test_kafka_python_group_rebalances_commits_and_deletes(caplog: pytest.LogCaptureFixture) -> None:
     kafka = pytest.importorskip("kafka")
     from kafka.admin import NewTopic
 
     from broker.embedded import BrokerThread
 
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    caplog.set_level(logging.CRITICAL, logger="kafka")  # quiet, and restored afterwards
     with BrokerThread() as bt:
         bs = bt.broker.bootstrap_servers
         admin = kafka.KafkaAdminClient(bootstrap_servers=bs)

@@ -131,6 +131,77 @@ def test_failed_fsync_advances_nothing_and_takes_the_directory_offline(tmp_path,
     log.close()
 
 
+def test_a_flush_ticket_writes_checkpoint_and_snapshot_in_its_thread_after_the_fsync(tmp_path, monkeypatch):
+    """The round's files are written by ``run`` (the flush thread), only after every fsync succeeded;
+    ``complete_flush`` on the event loop does no file I/O."""
+    import threading
+
+    import broker.log._fs as fs
+    import broker.log.partition_log as pl
+
+    log = open_log(tmp_path, FakeClock(), flush_ms="1000")
+    log.append(make_batch(2, producer_id=7, producer_epoch=0, base_sequence=0))
+    writes: list[tuple[str, str]] = []
+    real = fs.atomic_write
+
+    def recording(path: str, data: bytes, **kw: Any) -> None:
+        writes.append((threading.current_thread().name, os.path.basename(path)))
+        real(path, data, **kw)
+
+    monkeypatch.setattr(pl, "atomic_write", recording)
+    ticket = log.prepare_flush()
+    assert writes == [] and read_checkpoint(log)["recovery_point"] == 0
+    thread = threading.Thread(target=ticket.run, name="flusher")
+    thread.start()
+    thread.join()
+    assert [w[0] for w in writes] == ["flusher", "flusher"]
+    assert writes[0][1].endswith(".snapshot") and writes[1][1] == "partition.checkpoint"
+    assert read_checkpoint(log)["recovery_point"] == 2  # written after the fsync covered offsets 0-1
+    log.complete_flush(ticket)
+    assert len(writes) == 2 and log.recovery_point == 2  # nothing more on the loop
+    log.close()
+
+
+def test_a_failed_fsync_writes_no_checkpoint_in_the_thread_either(tmp_path, monkeypatch):
+    log = open_log(tmp_path, FakeClock(), flush_ms="1000")
+    log.append(make_batch(2))
+    log.flush()
+    saved = read_checkpoint(log)
+    log.append(make_batch(1, producer_id=7, producer_epoch=0, base_sequence=0))
+    fsync = FailingFsync(tmp_path)
+    monkeypatch.setattr(os, "fsync", fsync)
+    fsync.armed = True
+    ticket = log.prepare_flush()
+    ticket.run()
+    assert not ticket.written and read_checkpoint(log) == saved
+    assert [n for n in os.listdir(log.directory) if n.endswith(".snapshot")] == []
+    with pytest.raises(KafkaStorageError):
+        log.complete_flush(ticket)
+    assert log.recovery_point == 2 and log.dir_failure.offline
+    log.close()
+    assert read_checkpoint(log) == saved
+
+
+def test_a_checkpoint_written_on_the_loop_meanwhile_is_not_overwritten_by_an_older_ticket(tmp_path):
+    """A truncation while a flush is in flight writes a lower recovery point; the ticket, captured
+    before, must not put its higher one back (the cut tail would escape verification)."""
+    log = open_log(tmp_path, FakeClock(), flush_ms="1000")
+    log.append(make_batch(3))
+    log.flush()
+    log.append(make_batch(3))  # offsets 3-5, not flushed
+    ticket = log.prepare_flush()  # captures recovery point 6
+    log.truncate_to(4)  # on the loop, meanwhile (the whole batch 3-5 goes): writes the checkpoint itself
+    assert log.log_end_offset == 3 and read_checkpoint(log)["recovery_point"] == 3
+    ticket.run()
+    assert not ticket.written and read_checkpoint(log)["recovery_point"] == 3
+    log.complete_flush(ticket)
+    assert log.recovery_point == 3 and read_checkpoint(log)["recovery_point"] == 3
+    log.append(make_batch(2))
+    log.flush()
+    assert read_checkpoint(log)["recovery_point"] == 5
+    log.close()
+
+
 def test_flush_messages_failure_fails_the_append(tmp_path, monkeypatch):
     log = open_log(tmp_path, FakeClock(), flush_messages="1")
     log.append(make_batch(1))

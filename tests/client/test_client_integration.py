@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -254,3 +255,37 @@ async def test_fetch_backs_off_on_retriable_partition_errors_and_recovers(broker
             assert time.monotonic() - t0 >= 3 * 0.3
     finally:
         broker.faults.clear()
+
+
+async def test_limited_drains_and_undecoded_record_sets_hand_out_each_record_once(bs: str) -> None:
+    """``max_records`` leaves decoded records buffered; ``getmany_record_sets`` hands those (re-batched)
+    and the undecoded sets after them, so every offset is handed out exactly once, in order."""
+    from protocol.records import RecordColumns
+
+    async with Admin(bootstrap_servers=bs, **FAST) as admin:
+        await admin.create_topics({"drain": 1})
+    tp = TopicPartition("drain", 0)
+    async with Producer(bootstrap_servers=bs, linger_ms=0, **FAST) as p:
+        for i in range(120):
+            await p.enqueue("drain", value=b"v%d" % i, key=b"k%d" % i, headers=[("i", b"%d" % i)])
+        await p.flush(STEP_S)
+    async with Consumer(bootstrap_servers=bs, auto_offset_reset="earliest", **FAST) as c:
+        c.assign([tp])
+        first: list = []
+        while len(first) < 30:
+            first += (await bounded(c.getmany(timeout_ms=1000, max_records=7))).get(tp, [])
+            assert len(first) <= 35
+        assert [r.offset for r in first] == list(range(len(first)))
+        cols = RecordColumns(headers=True)
+        while cols.length < 120 - len(first):
+            for data, min_offset, aborted in (await bounded(c.getmany_record_sets(timeout_ms=1000))).get(tp, []):
+                assert aborted is None  # read_uncommitted
+                cols.add(data, min_offset)
+        _, offsets, _, _, _, (valid, offs, blob), hdrs = cols.finish()
+        got = memoryview(offsets).cast("q").tolist()
+        assert got == list(range(len(first), 120))
+        assert valid is None
+        ends = memoryview(offs).cast("i").tolist()
+        assert [bytes(blob[a:b]) for a, b in itertools.pairwise(ends)] == [b"v%d" % i for i in got]
+        assert hdrs == [[("i", b"%d" % i)] for i in got]
+        assert await bounded(c.position(tp)) == 120

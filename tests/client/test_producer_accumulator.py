@@ -25,8 +25,12 @@ def test_linger_holds_batch_until_deadline() -> None:
 
 def test_full_batch_is_ready_immediately_and_new_one_opens() -> None:
     acc = RecordAccumulator(batch_size=200, linger_ms=1000)
-    closed = [acc.append(A, None, b"x" * 50, None, 1, i, now_ms=0) for i in range(5)]
-    assert any(closed)
+    results = [acc.append(A, None, b"x" * 50, None, 1, i, now_ms=0) for i in range(5)]
+    closed = [c for c, _ in results]
+    opened = [o for _, o in results]
+    # one 72-byte record fits a 200-byte batch (61 bytes of overhead) but two do not
+    assert closed == [False, True, True, True, True]
+    assert opened == [True, True, True, True, True]
     ready = acc.ready(0, leader)
     assert len(ready[7]) == 1 and 1 <= len(ready[7][0]) < 5
     assert A in acc.open

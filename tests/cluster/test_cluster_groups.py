@@ -55,6 +55,7 @@ class Member(threading.Thread):
         self.seen: list[bytes] = []
         self.stop = threading.Event()
         self.error: BaseException | None = None
+        self.has_partitions = False  # as of its last poll
 
     def run(self) -> None:
         try:
@@ -71,6 +72,7 @@ class Member(threading.Thread):
         c.subscribe([TOPIC])
         while not self.stop.is_set():
             msgs = [m for m in c.consume(100, 0.3) if m.error() is None]
+            self.has_partitions = bool(c.assignment())
             if msgs:
                 self.seen += [m.value() for m in msgs]
                 try:
@@ -87,6 +89,7 @@ class Member(threading.Thread):
                           enable_auto_commit=False, session_timeout_ms=10_000, heartbeat_interval_ms=500)
         while not self.stop.is_set():
             batches = c.poll(timeout_ms=300)
+            self.has_partitions = bool(c.assignment())
             records = [r for rs in batches.values() for r in rs]
             if records:
                 self.seen += [r.value for r in records]
@@ -117,6 +120,7 @@ def test_group_continues_when_its_coordinator_is_killed(cluster: KBrokerCluster)
     members = [Member("confluent", cluster.bootstrap_servers), Member("kafka-python", cluster.bootstrap_servers)]
     for m in members:
         m.start()
+    wait_for(lambda: all(m.has_partitions for m in members), "both members to share the partitions", timeout=90)
     produce(400)
     wait_for(lambda: sum(len(m.seen) for m in members) >= 400, "the group to read the first records", timeout=90)
     victim = coordinator_of(cluster.bootstrap_servers, GROUP)

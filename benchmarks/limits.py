@@ -1,0 +1,136 @@
+"""The machine's own limits, measured in the same run as a benchmark: what a Python process moves
+over a loopback TCP socket (``sendall`` / ``recv_into``) and with ``os.sendfile`` of a file.
+
+Every benchmark that prints a broker rate prints one of these beside it, so the ratio says how
+close the broker gets to what the machine can do, whatever the machine.  With ``sender_cpu`` /
+``receiver_cpu`` the two ends run in separate processes pinned like the broker and its load
+generator, so the baseline pays the same cross-core costs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+
+CHUNK = 1 << 20
+
+
+def pin(cpu: int | None, pid: int = 0) -> None:
+    """Pin process ``pid`` (0: this one) to ``cpu`` when one is given and the OS allows it."""
+    if cpu is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(pid, {cpu})
+
+
+@contextlib.contextmanager
+def pinned(cpu: int | None) -> Iterator[None]:
+    """Run the block pinned to ``cpu`` (if given), then restore this process's affinity."""
+    if cpu is None or not hasattr(os, "sched_getaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    srv = socket.create_server(("127.0.0.1", 0))
+    a = socket.create_connection(srv.getsockname())
+    b, _ = srv.accept()
+    srv.close()
+    return a, b
+
+
+def _receive_all(sock: socket.socket, total: int) -> int:
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    got = 0
+    while got < total:
+        n = sock.recv_into(view)
+        if not n:
+            break
+        got += n
+    return got
+
+
+def _recv_then_ack(sock: socket.socket, total: int, cpu: int | None) -> None:
+    pin(cpu)
+    _receive_all(sock, total)
+    sock.sendall(b"k")
+
+
+def _send_file(sock: socket.socket, path: str, total: int, cpu: int | None) -> None:
+    pin(cpu)
+    sock.recv(1)  # the go signal
+    with open(path, "rb") as fh:
+        offset = 0
+        while offset < total:
+            sent = os.sendfile(sock.fileno(), fh.fileno(), offset, total - offset)
+            if sent <= 0:
+                break
+            offset += sent
+
+
+def _best(runs: int, once: Callable[[], float]) -> float:
+    return min(once() for _ in range(runs))
+
+
+def socket_rate(total: int, *, sender_cpu: int | None = None, receiver_cpu: int | None = None,
+                runs: int = 3) -> float:
+    """Bytes/s over a loopback TCP socket pair: ``sendall`` of 1 MiB chunks here, ``recv_into`` in
+    a child process; best of ``runs``."""
+    ctx = multiprocessing.get_context("fork")
+    chunk = os.urandom(CHUNK)
+
+    def once() -> float:
+        a, b = _pair()
+        child = ctx.Process(target=_recv_then_ack, args=(b, total, receiver_cpu))
+        child.start()
+        b.close()
+        start = time.perf_counter()
+        sent = 0
+        view = memoryview(chunk)
+        while sent < total:
+            n = min(CHUNK, total - sent)
+            a.sendall(view[:n])
+            sent += n
+        a.recv(1)
+        elapsed = time.perf_counter() - start
+        child.join()
+        a.close()
+        return elapsed
+
+    with pinned(sender_cpu):
+        return total / _best(runs, once)
+
+
+def sendfile_rate(path: str, total: int, *, sender_cpu: int | None = None, receiver_cpu: int | None = None,
+                  runs: int = 3) -> float:
+    """Bytes/s of ``os.sendfile`` of ``path`` (its first ``total`` bytes, page-cache warm after the
+    first run) over a loopback TCP socket, sent by a child process, received here; best of ``runs``."""
+    ctx = multiprocessing.get_context("fork")
+    total = min(total, os.path.getsize(path))
+
+    def once() -> float:
+        a, b = _pair()
+        child = ctx.Process(target=_send_file, args=(b, path, total, sender_cpu))
+        child.start()
+        b.close()
+        start = time.perf_counter()
+        a.sendall(b"g")
+        got = _receive_all(a, total)
+        elapsed = time.perf_counter() - start
+        child.join()
+        a.close()
+        if got < total:
+            raise RuntimeError(f"sendfile loopback moved {got} of {total} bytes")
+        return elapsed
+
+    with pinned(receiver_cpu):
+        return total / _best(runs, once)

@@ -1,0 +1,680 @@
+"""The broker's own ceiling: raw Kafka requests over the wire, no client library in the way.
+
+    .venv/bin/python benchmarks/raw_wire.py [--cases ingest,egress,small,many,memory]
+        [--ingest-mb 2000] [--memory-gb 10] [--broker-cpu 0] [--loadgen-cpu 1] [--profile DIR]
+
+Starts ``python -m broker`` (the pinned command line, default settings: ``log.flush.interval.ms``
+1000, i.e. the periodic fsync is on) through :class:`broker.harness.BrokerProcess`, pinned to
+``--broker-cpu``; this process (the load generator) runs on ``--loadgen-cpu``.  Requests are
+encoded once, before the clock starts: record batches are pre-built and re-sent, so nothing but
+the broker and the kernel is measured.  Every case prints its rate and its ratio to a limit
+measured in the same run (``benchmarks/limits.py``, pinned the same way):
+
+* ``ingest``   acks=1 Produce of one pre-built batch per request (1 MB and 64 KiB batches of
+  1,000-byte records; also 100-byte records at 1 MB), 8 requests in flight on one connection,
+  against the loopback socket rate;
+* ``egress``   a consumer reading the 1 MB-batch topic from the beginning (Fetch with
+  ``partition_max_bytes`` 16 MiB, one request at a time, as librdkafka does) against the rate of
+  ``os.sendfile`` of the same segment file;
+* ``small``    Heartbeats/s of a Stable one-member group and acks=1 Produce requests/s of one
+  10-record batch (100-byte records), 4 connections x 64 in flight;
+* ``many``     100 producer connections over a 10-partition topic (64 KiB batches, 2 in flight
+  each) against one connection (64 KiB batches, 8 in flight), then the p50/p99 produce latency
+  of those 100 connections sending at half the measured peak rate (latency counted from the
+  scheduled send time, so a stall is not hidden by the sender waiting);
+* ``memory``   broker peak RSS (``/proc/<pid>/status`` VmRSS, sampled every 50 ms) while
+  ingesting ``--memory-gb`` GB of 1 MB batches over 4 connections.
+
+``--profile DIR`` records each case's broker with ``py-spy`` (``pip install py-spy``) into
+``DIR/<case>.txt`` (collapsed stacks) and prints the top functions by own time.
+MB = 10^6 bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from limits import pinned, sendfile_rate, socket_rate
+
+from broker.harness import BrokerProcess
+from protocol.api import APIS, ApiKey, decode_response, encode_request
+from protocol.records import encode_batch, iter_batch_headers
+
+MB = 1_000_000
+PRODUCE_V = APIS[ApiKey.PRODUCE].max_version
+FETCH_V = APIS[ApiKey.FETCH].max_version
+_size = struct.Struct(">i")
+
+
+# ------------------------------------------------------------------------------------ requests
+
+
+def batch(record_bytes: int, batch_bytes: int) -> bytes:
+    """One pre-built v2 batch of ``record_bytes`` values totalling about ``batch_bytes``."""
+    value = os.urandom(record_bytes)
+    per = max(1, batch_bytes // (record_bytes + 8))
+    now = int(time.time() * 1000)
+    return encode_batch([(None, value, None, now)] * per)
+
+
+def produce_frame(topic: str, partition: int, records: bytes, acks: int = 1, cid: int = 1) -> bytes:
+    return encode_request(ApiKey.PRODUCE, PRODUCE_V, cid, "raw-wire", {
+        "transactional_id": None, "acks": acks, "timeout_ms": 30000,
+        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]})
+
+
+def call(sock: socket.socket, key: int, version: int, body: dict[str, Any]) -> Any:
+    """One blocking request/response (setup only)."""
+    sock.sendall(encode_request(key, version, 7, "raw-wire", body))
+    return decode_response(key, version, read_frame(sock))[1]
+
+
+def read_frame(sock: socket.socket, into: bytearray | None = None) -> memoryview:
+    """The next response frame (without its size prefix); read into ``into`` when it is big enough."""
+    (size,) = _size.unpack(read_exactly(sock, 4))
+    return read_exactly(sock, size, into)
+
+
+def read_exactly(sock: socket.socket, n: int, into: bytearray | None = None) -> memoryview:
+    buf = into if into is not None and len(into) >= n else bytearray(n)
+    view = memoryview(buf)[:n]
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if not k:
+            raise ConnectionError("broker closed the connection")
+        got += k
+    return view
+
+
+def create_topic(port: int, name: str, partitions: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        resp = call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [{"name": name, "num_partitions": partitions,
+                                                                 "replication_factor": 1, "assignments": [],
+                                                                 "configs": []}],
+                                                    "timeout_ms": 30000, "validate_only": False})
+        code = resp.topics[0].error_code
+        if code not in (0, 36):
+            raise SystemExit(f"CreateTopics {name}: error {code}")
+
+
+def error_codes(node: Any) -> list[int]:
+    """Every non-zero error_code in a decoded response."""
+    out: list[int] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, dict):
+            for k, v in n.items():
+                if k == "error_code" and v:
+                    out.append(v)
+                elif isinstance(v, list | dict):
+                    stack.append(v)
+        elif isinstance(n, list):
+            stack.extend(n)
+    return out
+
+
+# ------------------------------------------------------------------------------ load generator
+
+
+class Pipeline(asyncio.Protocol):
+    """One connection writing pre-built request blobs while at most ``window`` requests are in flight.
+
+    ``blobs`` are cycled; each holds ``per_blob`` requests.  Responses are counted by their size
+    prefix; one in ``sample_every`` is kept for checking.  With ``latencies`` each response's time
+    since its request was scheduled is appended.  With ``rate`` (requests/s) requests are sent on a
+    schedule instead of as fast as the window allows.
+    """
+
+    def __init__(self, blobs: list[bytes], per_blob: int, window: int, total: int, *, api: int, version: int,
+                 done: Callable[[], None], sample_every: int = 512, rate: float | None = None,
+                 latencies: list[float] | None = None) -> None:
+        self.blobs, self.per_blob, self.window, self.total = blobs, per_blob, window, total
+        self.api, self.version, self.done_cb = api, version, done
+        self.sample_every, self.rate, self.latencies = sample_every, rate, latencies
+        self.sent = self.answered = 0
+        self.next_blob = 0
+        self.buf = bytearray()
+        self.samples: list[bytes] = []
+        self.sent_at: collections.deque[float] = collections.deque()
+        self.transport: asyncio.Transport | None = None
+        self.error: str | None = None
+        self.finished = False
+        self._paused = False
+        self._start = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def begin(self) -> None:
+        self._start = time.perf_counter()
+        if self.rate is None:
+            self._fill()
+        else:
+            self._tick()
+
+    def _send_one_blob(self, scheduled: float) -> None:
+        assert self.transport is not None
+        blob = self.blobs[self.next_blob]
+        self.next_blob = (self.next_blob + 1) % len(self.blobs)
+        self.transport.write(blob)
+        self.sent += self.per_blob
+        if self.latencies is not None:
+            for _ in range(self.per_blob):
+                self.sent_at.append(scheduled)
+
+    def _fill(self) -> None:
+        while (not self._paused and self.sent < self.total
+               and self.sent - self.answered + self.per_blob <= self.window):
+            self._send_one_blob(time.perf_counter())
+
+    def _tick(self) -> None:
+        assert self.rate is not None
+        loop = asyncio.get_running_loop()
+        interval = self.per_blob / self.rate
+        now = time.perf_counter()
+        due = self._start + (self.sent // self.per_blob) * interval
+        while self.sent < self.total and due <= now:
+            self._send_one_blob(due)
+            due += interval
+        if self.sent < self.total:
+            loop.call_later(max(0.0, due - time.perf_counter()), self._tick)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self.rate is None:
+            self._fill()
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf
+        buf += data
+        pos = 0
+        end = len(buf)
+        now = time.perf_counter() if self.latencies is not None else 0.0
+        while end - pos >= 4:
+            (size,) = _size.unpack_from(buf, pos)
+            if end - pos - 4 < size:
+                break
+            if self.answered % self.sample_every == 0:
+                self.samples.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+            self.answered += 1
+            if self.latencies is not None:
+                self.latencies.append(now - self.sent_at.popleft())
+        if pos:
+            del buf[:pos]
+        if self.answered >= self.total and not self.finished:
+            self.finished = True
+            self.done_cb()
+        elif self.rate is None:
+            self._fill()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.finished:
+            self.error = f"connection lost after {self.answered} responses: {exc}"
+            self.finished = True
+            self.done_cb()
+
+    def check(self) -> None:
+        if self.error:
+            raise SystemExit(self.error)
+        for frame in self.samples:
+            _, body = decode_response(self.api, self.version, frame)
+            codes = error_codes(body)
+            if codes:
+                raise SystemExit(f"API {self.api} answered errors {codes}")
+
+
+async def _run_pipelines(port: int, specs: list[dict[str, Any]]) -> tuple[float, list[Pipeline]]:
+    loop = asyncio.get_running_loop()
+    remaining = [len(specs)]
+    all_done = loop.create_future()
+
+    def one_done() -> None:
+        remaining[0] -= 1
+        if remaining[0] == 0 and not all_done.done():
+            all_done.set_result(None)
+
+    pipes: list[Pipeline] = []
+    for spec in specs:
+        _, proto = await loop.create_connection(lambda s=spec: Pipeline(done=one_done, **s), "127.0.0.1", port)
+        pipes.append(proto)
+    start = time.perf_counter()
+    for p in pipes:
+        p.begin()
+    await all_done
+    elapsed = time.perf_counter() - start
+    for p in pipes:
+        assert p.transport is not None
+        p.transport.close()
+        p.check()
+    return elapsed, pipes
+
+
+def run_pipelines(port: int, specs: list[dict[str, Any]]) -> tuple[float, list[Pipeline]]:
+    try:
+        import uvloop
+
+        return uvloop.run(_run_pipelines(port, specs))
+    except ImportError:
+        return asyncio.run(_run_pipelines(port, specs))
+
+
+# ------------------------------------------------------------------------------------- profiling
+
+
+class Profiler:
+    """py-spy on the broker for the duration of a case (``--profile``)."""
+
+    def __init__(self, directory: str | None, pid: int) -> None:
+        self.directory, self.pid = directory, pid
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.path = ""
+
+    def start(self, case: str) -> None:
+        if self.directory is None:
+            return
+        exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        self.path = os.path.join(self.directory, f"{case}.txt")
+        self.proc = subprocess.Popen([exe, "record", "-p", str(self.pid), "-r", "1000", "-f", "raw", "-o", self.path,
+                                      "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(2)
+        self.proc.wait(30)
+        self.proc = None
+        print(summarize_profile(self.path), flush=True)
+
+
+def summarize_profile(path: str, top: int = 12) -> str:
+    """Own time and total time per function from py-spy's collapsed stacks."""
+    own: collections.Counter[str] = collections.Counter()
+    total: collections.Counter[str] = collections.Counter()
+    samples = 0
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return f"  (no profile at {path})"
+    for line in lines:
+        stack, _, count = line.rpartition(" ")
+        n = int(count)
+        frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].rsplit("/", 1)[-1] + ")" if " (" in f else f
+                  for f in stack.split(";")]
+        samples += n
+        own[frames[-1]] += n
+        for f in set(frames):
+            total[f] += n
+    out = [f"  profile {path}: {samples} samples; top own time:"]
+    for name, n in own.most_common(top):
+        out.append(f"    {n / samples:6.1%} own {total[name] / samples:6.1%} total  {name}")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------------- the cases
+
+
+class Measured:
+    """Broker CPU seconds spent during a measured block."""
+
+    cpu = user = system = 0.0
+
+    def per_cpu(self, amount: float) -> float:
+        return amount / self.cpu if self.cpu > 0 else float("nan")
+
+
+class CProfiledBroker(BrokerProcess):
+    """The broker under ``cProfile`` (``--cprofile DIR``): exact call counts, written at SIGTERM."""
+
+    def __init__(self, *args: Any, output: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.output = output
+
+    def command(self) -> list[str]:
+        cmd = super().command()
+        return [cmd[0], "-m", "cProfile", "-o", self.output, *cmd[1:]]
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.tmp = tempfile.mkdtemp(prefix="kbroker-raw-", dir=args.dir)
+        self.broker: BrokerProcess | None = None
+        self.profiler: Profiler | None = None
+        self.results: list[str] = []
+
+    def start_broker(self, name: str, settings: list[str] | None = None) -> int:
+        extra = ["--log-level", "WARNING"]
+        for s in settings or []:
+            extra += ["--set", s]
+        if self.args.cprofile:
+            self.broker = CProfiledBroker(os.path.join(self.tmp, name), extra_args=extra,
+                                          output=os.path.join(self.args.cprofile, f"{name}.prof"))
+        else:
+            self.broker = BrokerProcess(os.path.join(self.tmp, name), extra_args=extra)
+        self.broker.start()
+        assert self.broker.proc is not None
+        if self.args.broker_cpu is not None:
+            os.sched_setaffinity(self.broker.proc.pid, {self.args.broker_cpu})
+        self.profiler = Profiler(self.args.profile, self.broker.proc.pid)
+        return self.broker.port
+
+    def stop_broker(self) -> None:
+        if self.broker is not None:
+            self.broker.stop(60)
+            shutil.rmtree(self.broker.data_dir, ignore_errors=True)
+            self.broker = None
+
+    def report(self, line: str) -> None:
+        self.results.append(line)
+        print(line, flush=True)
+
+    @contextlib.contextmanager
+    def measure(self, case: str) -> Iterator[Measured]:
+        """Profile the broker (with ``--profile``) and count its CPU time during the block."""
+        assert self.profiler is not None and self.broker is not None and self.broker.proc is not None
+        pid = self.broker.proc.pid
+        m = Measured()
+        self.profiler.start(case)
+        before = cpu_times(pid)
+        own_before = os.times()
+        start = time.perf_counter()
+        try:
+            yield m
+        finally:
+            after = cpu_times(pid)
+            own_after = os.times()
+            wall = time.perf_counter() - start
+            m.user, m.system = after[0] - before[0], after[1] - before[1]
+            m.cpu = m.user + m.system
+            self.profiler.stop()
+            if self.args.verbose:
+                own = (own_after.user - own_before.user) + (own_after.system - own_before.system)
+                print(f"  [{case}: {wall:.2f} s; broker CPU {m.user:.2f} s user + {m.system:.2f} s system "
+                      f"({m.cpu / wall:.0%}); load generator CPU {own:.2f} s ({own / wall:.0%})]", flush=True)
+
+    def produce_rate(self, port: int, topic: str, partitions: int, record_bytes: int, batch_bytes: int,
+                     total_bytes: int, window: int, conns: int = 1, *, case: str) -> tuple[float, float]:
+        """Bytes/s of record batches acknowledged (acks=1), and bytes per broker CPU second."""
+        records = batch(record_bytes, batch_bytes)
+        n = max(window * 2, total_bytes // len(records))
+        per_conn = max(window, n // conns)
+        specs = []
+        for c in range(conns):
+            frames = [produce_frame(topic, (c + i) % partitions, records) for i in range(partitions)]
+            specs.append({"blobs": frames, "per_blob": 1, "window": window, "total": per_conn,
+                          "api": ApiKey.PRODUCE, "version": PRODUCE_V})
+        with self.measure(case) as m:
+            elapsed, _ = run_pipelines(port, specs)
+        nbytes = per_conn * conns * len(records)
+        return nbytes / elapsed, m.per_cpu(nbytes)
+
+    # -- cases ---------------------------------------------------------------------------------
+
+    def ingest_and_egress(self, do_egress: bool) -> None:
+        a = self.args
+        port = self.start_broker("ingest")
+        total = a.ingest_mb * MB
+        sock = socket_rate(min(total, 2000 * MB), sender_cpu=a.loadgen_cpu, receiver_cpu=a.broker_cpu)
+        self.report(f"loopback socket (sendall/recv_into, 1 MiB):        {sock / MB:9.1f} MB/s")
+        cases = [("ingest 1 MB batches, 1000 B records", 1000, 1_000_000, "ingest-1mb"),
+                 ("ingest 1 MB batches, 100 B records", 100, 1_000_000, "ingest-1mb-100b"),
+                 ("ingest 64 KiB batches, 1000 B records", 1000, 65_536, "ingest-64k")]
+        for label, rb, bb, topic in cases:
+            create_topic(port, topic, 1)
+            rate, per_cpu = self.produce_rate(port, topic, 1, rb, bb, total, 8, case=topic)
+            self.report(f"{label:50s} {rate / MB:9.1f} MB/s  {rate / sock:6.1%} of loopback socket; "
+                        f"{per_cpu / MB:7.1f} MB per broker CPU-s ({per_cpu / sock:6.1%})")
+        if do_egress:
+            self.egress(port, "ingest-1mb")
+        self.stop_broker()
+
+    def egress(self, port: int, topic: str) -> None:
+        a = self.args
+        seg_dir = Path(self.broker.data_dir if self.broker else "", f"{topic}-0")
+        segment = max(seg_dir.glob("*.log"), key=lambda p: p.stat().st_size)
+        with self.measure("egress") as m, pinned(a.loadgen_cpu):
+            nbytes, elapsed = fetch_all(port, topic, 16 << 20)
+        limit = sendfile_rate(str(segment), min(nbytes, segment.stat().st_size), sender_cpu=a.broker_cpu,
+                              receiver_cpu=a.loadgen_cpu)
+        rate = nbytes / elapsed
+        self.report(f"loopback sendfile of the segment file:             {limit / MB:9.1f} MB/s")
+        per_cpu = m.per_cpu(nbytes)
+        self.report(f"{'egress from the beginning, 16 MiB per fetch':50s} {rate / MB:9.1f} MB/s  "
+                    f"{rate / limit:6.1%} of loopback sendfile; {per_cpu / MB:7.1f} MB per broker CPU-s")
+
+    def small(self) -> None:
+        a = self.args
+        port = self.start_broker("small")
+        hb = heartbeat_frames(port)
+        n = a.small_requests
+        conns, window, group = 4, 64, 16
+        spec = {"blobs": [b"".join(hb[:group])], "per_blob": group, "window": window, "total": n // conns,
+                "api": ApiKey.HEARTBEAT, "version": 4}
+        with self.measure("heartbeat") as m:
+            elapsed, _ = run_pipelines(port, [dict(spec) for _ in range(conns)])
+        done = n // conns * conns
+        self.report(f"{'Heartbeats/s, 4 connections x 64 in flight':50s} {done / elapsed:11,.0f}  "
+                    f"{m.per_cpu(done):11,.0f} per broker CPU-s")
+        create_topic(port, "small", 1)
+        records = batch(100, 10 * 108)
+        frames = [produce_frame("small", 0, records, cid=i + 1) for i in range(group)]
+        spec = {"blobs": [b"".join(frames)], "per_blob": group, "window": window, "total": n // conns,
+                "api": ApiKey.PRODUCE, "version": PRODUCE_V}
+        with self.measure("produce-small") as m:
+            elapsed, _ = run_pipelines(port, [dict(spec) for _ in range(conns)])
+        self.report(f"{'acks=1 Produce/s (10 x 100 B), 4 x 64 in flight':50s} {done / elapsed:11,.0f}  "
+                    f"{m.per_cpu(done):11,.0f} per broker CPU-s")
+        self.stop_broker()
+
+    def many(self) -> None:
+        a = self.args
+        port = self.start_broker("many")
+        create_topic(port, "one", 1)
+        create_topic(port, "many", 10)
+        total = a.ingest_mb * MB
+        single, single_cpu = self.produce_rate(port, "one", 1, 1000, 65_536, total, 8, case="many-single")
+        agg, agg_cpu = self.produce_rate(port, "many", 10, 1000, 65_536, total, 2, conns=100, case="many-100")
+        self.report(f"{'ingest 64 KiB batches, 1 connection':50s} {single / MB:9.1f} MB/s  "
+                    f"{single_cpu / MB:7.1f} MB per broker CPU-s")
+        self.report(f"{'ingest 64 KiB batches, 100 connections x 10 parts':50s} {agg / MB:9.1f} MB/s  "
+                    f"{agg / single:6.1%} of one connection; {agg_cpu / MB:7.1f} MB per broker CPU-s "
+                    f"({agg_cpu / single_cpu:6.1%})")
+        # latency at half the peak (the better of the two figures), spread over the 100 connections
+        records = batch(1000, 65_536)
+        rate = max(single, agg) / 2 / len(records)  # requests/s in all
+        seconds = max(5.0, a.latency_seconds)
+        per_conn = max(10, int(rate * seconds / 100))
+        latencies: list[float] = []
+        specs = [{"blobs": [produce_frame("many", c % 10, records)], "per_blob": 1, "window": 1 << 30,
+                  "total": per_conn, "api": ApiKey.PRODUCE, "version": PRODUCE_V, "rate": rate / 100,
+                  "latencies": latencies} for c in range(100)]
+        with self.measure("latency"):
+            run_pipelines(port, specs)
+        latencies.sort()
+        p50 = latencies[len(latencies) // 2] * 1000
+        p99 = latencies[int(len(latencies) * 0.99)] * 1000
+        self.report(f"{'produce latency at half the peak, 100 connections':50s} p50 {p50:7.2f} ms  p99 {p99:7.2f} ms "
+                    f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests)")
+        self.stop_broker()
+
+    def memory(self) -> None:
+        a = self.args
+        port = self.start_broker("memory")
+        create_topic(port, "memory", 4)
+        assert self.broker is not None and self.broker.proc is not None
+        pid = self.broker.proc.pid
+        peak = [rss_bytes(pid)]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(0.05):
+                peak[0] = max(peak[0], rss_bytes(pid))
+
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        before = rss_bytes(pid)
+        rate, _ = self.produce_rate(port, "memory", 4, 1000, 1_000_000, int(a.memory_gb * 1000 * MB), 8, conns=4,
+                                    case="memory")
+        stop.set()
+        t.join()
+        self.report(f"{f'broker RSS ingesting {a.memory_gb:g} GB (4 conns x 8 x 1 MB)':50s} peak "
+                    f"{peak[0] / 2**20:7.1f} MiB (at start {before / 2**20:.1f} MiB; {rate / MB:.0f} MB/s)")
+        self.stop_broker()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) so far."""
+    user, system = cpu_times(pid)
+    return user + system
+
+
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of process ``pid`` (all its threads) so far."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rpartition(")")[2].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def heartbeat_frames(port: int) -> list[bytes]:
+    """Join a one-member group (JoinGroup two-step, SyncGroup) and pre-encode its Heartbeats."""
+    group = "raw-wire"
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        deadline = time.monotonic() + 30
+        while True:
+            resp = call(sock, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+            if resp.coordinators[0].error_code == 0:
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no coordinator: {resp}")
+            time.sleep(0.1)
+        join = {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000, "member_id": "",
+                "group_instance_id": None, "protocol_type": "consumer", "reason": None,
+                "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}]}
+        resp = call(sock, ApiKey.JOIN_GROUP, 9, join)
+        if resp.error_code == 79:  # MEMBER_ID_REQUIRED
+            join["member_id"] = resp.member_id
+            resp = call(sock, ApiKey.JOIN_GROUP, 9, join)
+        if resp.error_code:
+            raise SystemExit(f"JoinGroup failed: {resp.error_code}")
+        member, generation = resp.member_id, resp.generation_id
+        resp = call(sock, ApiKey.SYNC_GROUP, 5, {"group_id": group, "generation_id": generation, "member_id": member,
+                                                  "group_instance_id": None, "protocol_type": "consumer",
+                                                  "protocol_name": "range",
+                                                  "assignments": [{"member_id": member, "assignment": b""}]})
+        if resp.error_code:
+            raise SystemExit(f"SyncGroup failed: {resp.error_code}")
+    body = {"group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}
+    return [encode_request(ApiKey.HEARTBEAT, 4, i + 1, "raw-wire", body) for i in range(64)]
+
+
+def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
+    """Read the partition from offset 0 to its end, one Fetch at a time; (record bytes, seconds)."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        meta = call(sock, ApiKey.METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        topic_id = meta.topics[0].topic_id
+        offsets = call(sock, ApiKey.LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}]})
+        end = offsets.topics[0].partitions[0].offset
+        offset, nbytes = 0, 0
+        buffer = bytearray(partition_max + (1 << 20))  # reused, as a consumer's receive buffer is
+        start = time.perf_counter()
+        while offset < end:
+            body = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 50 << 20,
+                    "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                    "topics": [{"topic": topic, "topic_id": topic_id, "partitions": [
+                        {"partition": 0, "fetch_offset": offset, "log_start_offset": -1,
+                         "partition_max_bytes": partition_max}]}], "forgotten_topics_data": [], "rack_id": ""}
+            sock.sendall(encode_request(ApiKey.FETCH, FETCH_V, 1, "raw-wire", body))
+            frame = read_frame(sock, buffer)
+            _, resp = decode_response(ApiKey.FETCH, FETCH_V, frame)
+            part = resp.responses[0].partitions[0]
+            if part.error_code:
+                raise SystemExit(f"Fetch error {part.error_code} at offset {offset}")
+            records = part.records
+            last = None
+            for _, header in iter_batch_headers(records):
+                last = header
+            if last is None:
+                raise SystemExit(f"Fetch at offset {offset} returned no whole batch")
+            nbytes += len(records)
+            offset = last.next_offset
+        return nbytes, time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default="ingest,egress,small,many,memory")
+    ap.add_argument("--ingest-mb", type=int, default=2000, help="MB produced per ingest case")
+    ap.add_argument("--memory-gb", type=float, default=10.0, help="GB ingested by the memory case")
+    ap.add_argument("--small-requests", type=int, default=400_000, help="requests per small-request case")
+    ap.add_argument("--latency-seconds", type=float, default=10.0)
+    cpus = os.cpu_count() or 1
+    ap.add_argument("--broker-cpu", type=int, default=0 if cpus >= 2 else None)
+    ap.add_argument("--loadgen-cpu", type=int, default=1 if cpus >= 2 else None)
+    ap.add_argument("--profile", default=None, help="directory for py-spy profiles of each case")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print the broker's user/system CPU per case")
+    ap.add_argument("--cprofile", default=None, help="directory for cProfile output of each broker run")
+    ap.add_argument("--dir", default=None, help="parent of the temporary data directories")
+    args = ap.parse_args()
+    for d in (args.profile, args.cprofile):
+        if d:
+            os.makedirs(d, exist_ok=True)
+    cases = set(args.cases.split(","))
+    bench = Bench(args)
+    print(f"load average {os.getloadavg()[0]:.2f}; broker on CPU {args.broker_cpu}, load generator on CPU "
+          f"{args.loadgen_cpu}", flush=True)
+    try:
+        with pinned(args.loadgen_cpu):
+            if cases & {"ingest", "egress"}:
+                bench.ingest_and_egress("egress" in cases)
+            if "small" in cases:
+                bench.small()
+            if "many" in cases:
+                bench.many()
+            if "memory" in cases:
+                bench.memory()
+    finally:
+        bench.stop_broker()
+        shutil.rmtree(bench.tmp, ignore_errors=True)
+    print("\nsummary")
+    for line in bench.results:
+        print("  " + line)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -16,7 +16,10 @@ Per resource, as Kafka's ``ConfigAdminManager`` and controller check them:
   compare-and-set, answered once this broker's image has it;
 * a broker logger (8, IncrementalAlterConfigs only): SET or DELETE a level
   (:mod:`broker.broker_loggers`); unknown loggers or levels are INVALID_CONFIG;
-* anything else (group and client-metrics configs): INVALID_REQUEST.
+* a group (32): the KIP-848 group configs (:mod:`broker.group.group_configs`), for any group id,
+  existing or not; unknown names and values outside the broker's ``group.consumer.min/max.*``
+  bounds are INVALID_CONFIG; written to the metadata store like broker configs;
+* anything else (client-metrics configs): INVALID_REQUEST.
 
 ``validate_only`` runs every check and writes nothing.
 """
@@ -24,14 +27,15 @@ Per resource, as Kafka's ``ConfigAdminManager`` and controller check them:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.broker_loggers import LoggerConfigError, set_logger_level
 from broker.cluster.kv import KVError
-from broker.describe_configs import BROKER, BROKER_LOGGER, TOPIC, config_type
+from broker.describe_configs import BROKER, BROKER_LOGGER, GROUP, TOPIC, config_type
 from broker.dynamic_config import DynamicBrokerConfig, DynamicConfigError, kafka_settings
+from broker.group.group_configs import GroupConfigError, effective_group_configs, validate_group_configs
 from broker.log.config import LIST
 from broker.topic_admin import TopicAdmin, TopicError
 from protocol.error_codes import ErrorCode
@@ -131,6 +135,8 @@ class ConfigAdmin:
             await self._alter_broker(name, ops, validate_only, incremental)
         elif rtype == BROKER_LOGGER and incremental:
             self._alter_loggers(name, ops, validate_only)
+        elif rtype == GROUP:
+            await self._alter_group(name, ops, validate_only, incremental)
         else:
             raise ConfigChangeError(E.INVALID_REQUEST, f"Unknown resource type {rtype}")
 
@@ -168,34 +174,67 @@ class ConfigAdmin:
 
     async def _alter_broker(self, name: str, ops: list[Op], validate_only: bool, incremental: bool) -> None:
         target = self._broker_target(name)
-        for _ in range(10):
-            current = self.image.broker_config(target)
-            revision = self.image.broker_config_revision(target)
-            if incremental:
-                live = kafka_settings(self.dynamic.live)
-                layer = apply_ops(current, ops, live.get)
-            else:
-                layer = {n: v or "" for n, _, v in ops}
+
+        def validate(layer: dict[str, str]) -> dict[str, str]:
             try:
-                layer = self.dynamic.validate(layer, per_broker=target is not None)
+                return self.dynamic.validate(layer, per_broker=target is not None)
             except DynamicConfigError as exc:
                 raise ConfigChangeError(exc.code, exc.message) from None
-            if validate_only or layer == current:
+
+        await self._alter_layer(
+            "the cluster" if target is None else f"broker {target}", ops, validate_only, incremental,
+            current=lambda: self.image.broker_config(target),
+            revision=lambda: self.image.broker_config_revision(target),
+            effective=kafka_settings(self.dynamic.live).get, validate=validate,
+            write=lambda layer, revision: self.metadata.set_broker_configs(target, layer, revision))
+
+    # -- groups ------------------------------------------------------------------------------
+    async def _alter_group(self, name: str, ops: list[Op], validate_only: bool, incremental: bool) -> None:
+        if name == "":
+            raise ConfigChangeError(E.INVALID_REQUEST, "Group name must not be empty")
+        config = self.dynamic.live
+
+        def validate(layer: dict[str, str]) -> dict[str, str]:
+            try:
+                return validate_group_configs(config, layer)
+            except GroupConfigError as exc:
+                raise ConfigChangeError(E.INVALID_CONFIG, exc.message) from None
+
+        for _, op, _ in ops:
+            if op in (APPEND, SUBTRACT):
+                raise ConfigChangeError(E.INVALID_CONFIG, f"{_OP_NAMES[op]} is not allowed for group configs "
+                                                          f"(they are not lists)")
+        effective = {n: str(v) for n, (v, _) in effective_group_configs(config, self.image.group_config(name)).items()}
+        await self._alter_layer(
+            f"group {name}", ops, validate_only, incremental,
+            current=lambda: self.image.group_config(name), revision=lambda: self.image.group_config_revision(name),
+            effective=effective.get, validate=validate,
+            write=lambda layer, revision: self.metadata.set_group_configs(name, layer, revision))
+
+    async def _alter_layer(self, what: str, ops: list[Op], validate_only: bool, incremental: bool, *,
+                           current: Callable[[], dict[str, str]], revision: Callable[[], int],
+                           effective: Callable[[str], str | None],
+                           validate: Callable[[dict[str, str]], dict[str, str]],
+                           write: Callable[[dict[str, str], int], Awaitable[bool]]) -> None:
+        """Change one config record of the metadata store (a broker's, the cluster default, a group's) by
+        compare-and-set, retried while others change it; answered once this broker's image has it."""
+        for _ in range(10):
+            now, rev = current(), revision()
+            layer = apply_ops(now, ops, effective) if incremental else {n: v or "" for n, _, v in ops}
+            layer = validate(layer)
+            if validate_only or layer == now:
                 return
             try:
-                written = await self.topics.write_with_retry(
-                    lambda layer=layer, revision=revision: self.metadata.set_broker_configs(target, layer, revision),
-                    5.0)
+                written = await self.topics.write_with_retry(lambda layer=layer, rev=rev: write(layer, rev), 5.0)
             except TopicError as exc:
                 raise ConfigChangeError(exc.code, exc.message) from None
             except KVError as exc:
                 raise ConfigChangeError(E.REQUEST_TIMED_OUT, f"metadata store unavailable: {exc}") from None
-            await self.topics.wait_until(lambda revision=revision: self.image.broker_config_revision(target)
-                                         != revision, 5.0)
+            await self.topics.wait_until(lambda rev=rev: revision() != rev, 5.0)
             if written:
-                log.info("dynamic configs of %s: %s", "the cluster" if target is None else f"broker {target}", layer)
+                log.info("configs of %s: %s", what, layer)
                 return
-        raise ConfigChangeError(E.REQUEST_TIMED_OUT, "the broker configs kept changing; retry")
+        raise ConfigChangeError(E.REQUEST_TIMED_OUT, f"the configs of {what} kept changing; retry")
 
     # -- loggers -----------------------------------------------------------------------------
     def _alter_loggers(self, name: str, ops: list[Op], validate_only: bool) -> None:

@@ -163,7 +163,7 @@ class BrokerCore:
 
             self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
                                               timer=self.timer, partition_count=partition_count,
-                                              topics=ImageTopics(image))
+                                              topics=ImageTopics(image), group_configs=image.group_config)
             self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
             self.producer_ids = ProducerIdManager(self.metadata)
             self.txn_service = self._transaction_service(image)

@@ -32,6 +32,7 @@ from broker.dynamic_config import (
     read_only_aliases,
     unit_synonyms,
 )
+from broker.group.group_configs import GROUP_CONFIGS, effective_group_configs
 from broker.log.config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS
 from broker.logging_setup import looks_secret
 from protocol.error_codes import ErrorCode
@@ -41,7 +42,9 @@ if TYPE_CHECKING:
     from broker.cluster.records import Endpoint
     from broker.log.manager import LogManager
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+#: ConfigSource of a group config set on the group (Kafka's GROUP_CONFIG)
+GROUP_CONFIG_SOURCE = 8
 
 #: broker setting -> the ConfigType of the topic config it is the default of
 _SYNONYM_TYPES = {name: d.type for d in TOPIC_CONFIGS.values() for name, _ in d.synonyms}
@@ -115,10 +118,24 @@ def _default_entries(view: ConfigView) -> dict[str, Entry]:
     return entries
 
 
+def _group_entries(view: ConfigView, group: str) -> dict[str, Entry]:
+    """A group's configs (any group id, as Kafka answers): its own value, else the broker's default."""
+    entries: dict[str, Entry] = {}
+    for name, (value, own) in effective_group_configs(view.config, view.image.group_config(group)).items():
+        default_name = GROUP_CONFIGS[name][0].replace("_", ".")
+        synonyms = [(default_name, str(getattr(view.config, GROUP_CONFIGS[name][0])), DEFAULT_CONFIG)]
+        if own:
+            synonyms.insert(0, (name, str(value), GROUP_CONFIG_SOURCE))
+        entries[name] = (str(value), GROUP_CONFIG_SOURCE if own else DEFAULT_CONFIG, synonyms)
+    return entries
+
+
 def config_type(name: str) -> int:
     """The ConfigType DescribeConfigs (v3+) reports for a topic or broker config."""
     if name in TOPIC_CONFIGS:
         return TOPIC_CONFIGS[name].type
+    if name in GROUP_CONFIGS:
+        return INT
     if name in _SYNONYM_TYPES:
         return _SYNONYM_TYPES[name]
     ftype = _FIELD_TYPES.get(setting_name(name) or "", "str")
@@ -161,6 +178,8 @@ def describe_resource(view: ConfigView, resource: Any, include_synonyms: bool, i
             return result
         entries = {logger: (level, DYNAMIC_BROKER_CONFIG if explicit else DEFAULT_CONFIG, [])
                    for logger, (level, explicit) in describe_loggers().items()}
+    elif rtype == GROUP:
+        entries = _group_entries(view, name)
     else:
         result.update(error_code=ErrorCode.INVALID_REQUEST, error_message=f"Unsupported resource type {rtype}")
         return result

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.config import consumer_group_assignors
@@ -78,8 +78,11 @@ class ImageTopics:
 
 class GroupService:
     def __init__(self, *, config: BrokerConfig, replica: ReplicaManager, metrics: BrokerMetrics, timer: WheelTimer,
-                 partition_count: Callable[[str], int | None], topics: TopicCatalog | None = None) -> None:
+                 partition_count: Callable[[str], int | None], topics: TopicCatalog | None = None,
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda _gid: {}) -> None:
         self.broker_config = config
+        #: a group's group configs (KIP-848 overrides), read when consumer groups need them
+        self._group_configs_of = group_configs
         self.metrics = metrics
         self._topic_partitions = partition_count
         self._topics = topics
@@ -137,7 +140,7 @@ class GroupService:
 
     def _new_coordinator(self, partition: int, epoch: int) -> GroupCoordinator:
         return GroupCoordinator(self._group_config(), now_ms=now_ms(), partition_count=self._topic_partitions,
-                                topics=self._topics)
+                                topics=self._topics, group_configs=self._group_configs_of)
 
     def _forget_generations(self, shard: GroupShard) -> None:
         if shard.coordinator is not None:

@@ -108,6 +108,8 @@ class MetadataDelta:
     cluster_id_changed: bool = False
     #: dynamic broker config records that changed: broker ids, None for the cluster-wide default
     broker_configs_changed: set[int | None] = field(default_factory=set)
+    #: groups whose group configs changed
+    group_configs_changed: set[str] = field(default_factory=set)
     #: users whose credentials were written or deleted
     users_changed: set[str] = field(default_factory=set)
     #: keys of ACL bindings written or deleted (the image has the ones that exist now)
@@ -117,6 +119,7 @@ class MetadataDelta:
         return bool(self.full or self.brokers_added or self.brokers_removed or self.topics_created
                     or self.topics_deleted or self.topics_changed or self.partitions_changed
                     or self.controller_changed or self.cluster_id_changed or self.broker_configs_changed
+                    or self.group_configs_changed
                     or self.users_changed or self.acls_changed)
 
 
@@ -134,6 +137,7 @@ class MetadataImage:
         self.topic_ids: dict[uuid.UUID, str] = {}
         #: dynamic broker configs: broker id (None: the cluster-wide default) -> (record, mod revision)
         self.broker_configs: dict[int | None, tuple[BrokerConfigRecord, int]] = {}
+        self.group_configs: dict[str, tuple[BrokerConfigRecord, int]] = {}
         self._waiting: dict[str, dict[int, tuple[PartitionRecord, int]]] = {}
         #: users by name, with the mod revision of their key (what a compare-and-set write guards)
         self.users: dict[str, UserRecord] = {}
@@ -170,6 +174,15 @@ class MetadataImage:
         entry = self.broker_configs.get(broker)
         return entry[1] if entry is not None else 0
 
+    def group_config(self, group: str) -> dict[str, str]:
+        """The group configs set on ``group``; empty when none are."""
+        entry = self.group_configs.get(group)
+        return dict(entry[0].configs) if entry is not None else {}
+
+    def group_config_revision(self, group: str) -> int:
+        entry = self.group_configs.get(group)
+        return entry[1] if entry is not None else 0
+
     @property
     def controller_id(self) -> int:
         c = self.controller
@@ -190,6 +203,8 @@ class MetadataImage:
         self._waiting.clear()
         old_configs = set(self.broker_configs)
         self.broker_configs.clear()
+        old_group_configs = set(self.group_configs)
+        self.group_configs.clear()
         self.users.clear()
         self.user_revisions.clear()
         self.acls.clear()
@@ -206,6 +221,7 @@ class MetadataImage:
             if t is None or t.topic_id != topic_id:
                 delta.topics_deleted[name] = topic_id
         delta.broker_configs_changed |= old_configs | set(self.broker_configs)
+        delta.group_configs_changed |= old_group_configs | set(self.group_configs)
         return delta
 
     def apply(self, events: Iterable[WatchEvent]) -> MetadataDelta:
@@ -271,6 +287,9 @@ class MetadataImage:
         elif kind == "broker_configs":
             self.broker_configs[ident] = (BrokerConfigRecord.decode(kv.value), kv.mod_revision)
             delta.broker_configs_changed.add(ident)
+        elif kind == "group_configs":
+            self.group_configs[ident] = (BrokerConfigRecord.decode(kv.value), kv.mod_revision)
+            delta.group_configs_changed.add(ident)
         elif kind == "user":
             user = UserRecord.decode(kv.value)
             if user.name != ident:
@@ -318,6 +337,8 @@ class MetadataImage:
             delta.controller_changed = True
         elif kind == "broker_configs" and self.broker_configs.pop(ident, None) is not None:
             delta.broker_configs_changed.add(ident)
+        elif kind == "group_configs" and self.group_configs.pop(ident, None) is not None:
+            delta.group_configs_changed.add(ident)
         elif kind == "user":
             if self.users.pop(ident, None) is not None:
                 self.user_revisions.pop(ident, None)

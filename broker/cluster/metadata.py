@@ -52,6 +52,7 @@ from broker.cluster.records import (
     TopicRecord,
     broker_config_key,
     broker_key,
+    group_config_key,
     partition_key,
     partitions_prefix,
     topic_key,
@@ -337,7 +338,13 @@ class MetadataService:
                                  expected_revision: int) -> bool:
         """Replace the dynamic configs of ``broker`` (None: the cluster-wide default) if their record is
         unchanged since ``expected_revision`` (0: absent); an empty ``configs`` deletes the record."""
-        key = broker_config_key(broker)
+        return await self._set_configs(broker_config_key(broker), configs, expected_revision)
+
+    async def set_group_configs(self, group: str, configs: dict[str, str], expected_revision: int) -> bool:
+        """Replace the configs of ``group`` as :meth:`set_broker_configs` does a broker's."""
+        return await self._set_configs(group_config_key(group), configs, expected_revision)
+
+    async def _set_configs(self, key: str, configs: dict[str, str], expected_revision: int) -> bool:
         op = Put(key, BrokerConfigRecord(dict(configs)).encode()) if configs else Delete(key)
         result = await self.kv.txn([mod_is(key, expected_revision)], [op])
         return result.succeeded

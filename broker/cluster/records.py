@@ -11,6 +11,7 @@ Keys (relative to the store's namespace; etcd puts them under ``/kbroker/<cluste
     producer_id_block             {"next": N}                         ids below N are handed out
     broker_configs/default        BrokerConfigRecord                  dynamic broker configs, cluster-wide default
     broker_configs/<id>           BrokerConfigRecord                  dynamic broker configs of one broker
+    group_configs/<group>         BrokerConfigRecord                  group configs (KIP-848) of one group
     users/<name>                  UserRecord (SCRAM credentials)      broker.security.scram
     acls/<type>/<pattern>/<name>/<hash>   AclBinding                  broker.security.acl
 
@@ -42,6 +43,7 @@ __all__ = [
     "PartitionRecord",
     "TopicRecord",
     "broker_config_key",
+    "group_config_key",
     "broker_key",
     "parse_key",
     "partition_key",
@@ -57,6 +59,7 @@ BROKERS = "brokers/"
 TOPICS = "topics/"
 PARTITIONS = "partitions/"
 BROKER_CONFIGS = "broker_configs/"
+GROUP_CONFIGS = "group_configs/"
 #: the name of the cluster-wide default among the dynamic broker config records (Kafka's empty broker name)
 DEFAULT_BROKER_CONFIGS = "default"
 
@@ -84,9 +87,17 @@ def broker_config_key(broker: int | None) -> str:
     return f"{BROKER_CONFIGS}{DEFAULT_BROKER_CONFIGS if broker is None else broker}"
 
 
+def group_config_key(group: str) -> str:
+    """The group config record of ``group``."""
+    return f"{GROUP_CONFIGS}{group}"
+
+
 def parse_key(key: str) -> tuple[str, Any]:
     """``("broker", id)``, ``("topic", name)``, ``("partition", (name, p))``,
-    ``("broker_configs", id or None)``, ``("user", name)``, ``("acl", key)`` or ``(key, None)``."""
+    ``("broker_configs", id or None)``, ``("group_configs", group)``, ``("user", name)``, ``("acl", key)``
+    or ``(key, None)``."""
+    if key.startswith(GROUP_CONFIGS):
+        return "group_configs", key[len(GROUP_CONFIGS):]
     if key.startswith(BROKER_CONFIGS):
         rest = key[len(BROKER_CONFIGS):]
         if rest == DEFAULT_BROKER_CONFIGS:
@@ -221,7 +232,7 @@ class PartitionRecord:
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfigRecord:
-    """Dynamic broker configs (Kafka names -> values) of one broker or of the cluster-wide default."""
+    """Dynamic configs (Kafka names -> values) of one broker, of the cluster-wide default or of a group."""
 
     configs: dict[str, str] = field(default_factory=dict)
 

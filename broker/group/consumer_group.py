@@ -24,7 +24,7 @@ import logging
 import re
 import struct
 import uuid
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Protocol
@@ -49,6 +49,7 @@ from protocol.schemas.misc import (
 )
 
 from .assignors import ASSIGNORS, TopicPartitions
+from .group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT
 from .timers import KeyedTimers
 
 __all__ = ["CONSUMER_RECORD_TYPES", "TIMER_KINDS", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroups",
@@ -275,8 +276,10 @@ class ConsumerGroups:
 
     def __init__(self, config: ConsumerGroupConfig, topics: TopicCatalog, timers: KeyedTimers, *,
                  is_classic_group: Callable[[str], bool] = lambda _gid: False,
-                 member_id_factory: Callable[[], str] = lambda: str(uuid.uuid4())) -> None:
+                 member_id_factory: Callable[[], str] = lambda: str(uuid.uuid4()),
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda _gid: {}) -> None:
         self.config = config
+        self._group_configs = group_configs
         self.topics = topics
         self.timers = timers
         self.groups: dict[str, ConsumerGroup] = {}
@@ -285,6 +288,21 @@ class ConsumerGroups:
         self._out: list[tuple[str, bytes, bytes | None]] = []
         self._now = 0
         self._epoch_bumps = 0
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's."""
+        return self._group_setting(group_id, SESSION_TIMEOUT, self.config.session_timeout_ms)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's ``consumer.heartbeat.interval.ms`` (a group config), else the broker's."""
+        return self._group_setting(group_id, HEARTBEAT_INTERVAL, self.config.heartbeat_interval_ms)
+
+    def _group_setting(self, group_id: str, name: str, default: int) -> int:
+        raw = self._group_configs(group_id).get(name)
+        try:
+            return int(raw) if raw is not None else default
+        except ValueError:
+            return default
 
     # ================================================================ records in and out
 
@@ -545,7 +563,7 @@ class ConsumerGroups:
         self._arm_timers(group, member)
         response: Response = {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None,
                               "member_id": mid, "member_epoch": member.member_epoch,
-                              "heartbeat_interval_ms": self.config.heartbeat_interval_ms, "assignment": None}
+                              "heartbeat_interval_ms": self.heartbeat_interval_ms(gid), "assignment": None}
         full = epoch == 0 or (g("rebalance_timeout_ms") != -1 and g("subscribed_topic_names") is not None
                               and owned is not None)
         if full or member.assigned != before.assigned:
@@ -667,11 +685,11 @@ class ConsumerGroups:
 
     def _arm_timers(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         gid, mid = group.group_id, member.member_id
-        self.timers.schedule((_SESSION, gid, mid), self._now + self.config.session_timeout_ms)
+        self.timers.schedule((_SESSION, gid, mid), self._now + self.session_timeout_ms(gid))
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if (_REVOKE, gid, mid) not in self.timers:
                 timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else \
-                    self.config.session_timeout_ms
+                    self.session_timeout_ms(gid)
                 self.timers.schedule((_REVOKE, gid, mid), self._now + timeout)
         else:
             self.timers.cancel((_REVOKE, gid, mid))
@@ -759,7 +777,7 @@ class ConsumerGroups:
         for group in self.groups.values():
             for member in group.members.values():
                 self.timers.schedule((_SESSION, group.group_id, member.member_id),
-                                     now_ms + self.config.session_timeout_ms)
+                                     now_ms + self.session_timeout_ms(group.group_id))
 
     # ================================================================ the rest of the group APIs
 

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,14 +189,15 @@ class GroupCoordinator:
                  partition_count: Callable[[str], int | None] | None = None,
                  member_id_factory: Callable[[str], str] = _default_member_id,
                  wheel_factory: Callable[[int], Any] | None = None,
-                 topics: TopicCatalog | None = None) -> None:
+                 topics: TopicCatalog | None = None,
+                 group_configs: Callable[[str], Mapping[str, str]] = lambda _gid: {}) -> None:
         self.config = config or GroupConfig()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetEntry]] = {}
         self.timers = KeyedTimers(now_ms, wheel_factory)
         #: the KIP-848 consumer groups of this shard (one shard holds both kinds; ids are unique across them)
         self.consumer = ConsumerGroups(self.config.consumer, topics or _NoTopics(), self.timers,
-                                       is_classic_group=self._classic_in_use)
+                                       is_classic_group=self._classic_in_use, group_configs=group_configs)
         self._partition_count = partition_count
         self._new_member_id = member_id_factory
         self._fx = Effects()

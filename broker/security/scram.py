@@ -17,9 +17,10 @@ AlterUserScramCredentials / DescribeUserScramCredentials as Kafka's ``ScramContr
 ``ScramImage`` answer them (KIP-554): UNSUPPORTED_SASL_MECHANISM for an unknown mechanism,
 UNACCEPTABLE_CREDENTIAL for an empty user name or iterations out of range, RESOURCE_NOT_FOUND to
 delete or describe a missing credential, DUPLICATE_RESOURCE for a user named twice in one request.
-Two rules go beyond Kafka's, because such credentials could never authenticate: the salt must be at
-least ``MIN_SALT_BYTES`` (scramp refuses shorter ones) and the salted password must be as long as the
-mechanism's digest.
+Two rules go beyond Kafka's, because such credentials could never authenticate: the salt must not be
+empty and the salted password must be as long as the mechanism's digest.  Kafka takes salts of any
+length from AlterUserScramCredentials (librdkafka's admin test upserts a 4-byte one), so scramp's own
+floor for salts (12 bytes, meant for salts it makes) is lowered to one byte at import.
 
 ``sasl.users.file`` (:func:`load_users_file`): ``name:password`` per line (split at the first colon;
 the password is taken verbatim), ``#`` comments and blank lines allowed; a malformed line is reported
@@ -69,7 +70,9 @@ __all__ = [
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
 DEFAULT_ITERATIONS = 4096
-MIN_SALT_BYTES = 12  # scramp's floor for a salt (its ``Salt.MIN_LENGTH``)
+MIN_SALT_BYTES = 1  # Kafka's floor: any non-empty salt (see the module doc)
+if getattr(scramp.core.Salt, "MIN_LENGTH", 0) > MIN_SALT_BYTES:  # scramp wraps the stored salt in Salt()
+    scramp.core.Salt.MIN_LENGTH = MIN_SALT_BYTES
 SALT_BYTES = 32  # salts we make
 USERS_PREFIX = "users/"
 
@@ -101,7 +104,7 @@ def credential_from_password(mechanism: ScramMechanism, password: str, *,
         raise ValueError(f"iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
     salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
     if len(salt) < MIN_SALT_BYTES:
-        raise ValueError(f"the salt must be at least {MIN_SALT_BYTES} bytes")
+        raise ValueError("the salt must not be empty")
     return credential_from_salted_password(mechanism, salt, salted_password(mechanism, password, salt, iterations),
                                            iterations)
 
@@ -315,7 +318,7 @@ class CredentialStore:
         if u["iterations"] > MAX_ITERATIONS:
             return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
         if len(u["salt"]) < MIN_SALT_BYTES:
-            return ErrorCode.UNACCEPTABLE_CREDENTIAL, f"The salt must be at least {MIN_SALT_BYTES} bytes"
+            return ErrorCode.UNACCEPTABLE_CREDENTIAL, "The salt must not be empty"
         if len(u["salted_password"]) != mechanism.digest_size:
             return (ErrorCode.UNACCEPTABLE_CREDENTIAL,
                     f"The salted password must be {mechanism.digest_size} bytes for {mechanism.sasl_name}")

@@ -46,7 +46,7 @@ from protocol.timer_service import WheelTimer
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 #: resource kinds of the config APIs, by name
-RESOURCE_TYPES = {"topic": RESOURCE_TOPIC, "broker": RESOURCE_BROKER, "broker-logger": 8}
+RESOURCE_TYPES = {"topic": RESOURCE_TOPIC, "broker": RESOURCE_BROKER, "broker-logger": 8, "group": 32}
 #: Kafka's ConfigSource ids, by name
 CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
                   3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",

@@ -11,6 +11,7 @@
     kbroker configs alter --topic orders --set retention.ms=3600000 --delete cleanup.policy
     kbroker configs alter --broker-defaults --set log.retention.ms=86400000
     kbroker configs describe --broker 1 --all
+    kbroker configs alter --group billing --set consumer.heartbeat.interval.ms=6000
     kbroker transactions list
     kbroker transactions describe payments-tx
     seq 1 1000 | kbroker produce orders
@@ -154,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
         which.add_argument("--broker", type=int, metavar="ID", help="one broker's own dynamic configs")
         which.add_argument("--broker-defaults", action="store_true",
                            help="the cluster-wide defaults of the dynamic broker configs")
+        which.add_argument("--group", metavar="GROUP_ID",
+                           help="a consumer group's group configs (consumer.session.timeout.ms, "
+                                "consumer.heartbeat.interval.ms)")
         if action == "describe":
             f.add_argument("--all", action="store_true", help="every config with its value and source, "
                                                               "not only those set on the resource")
@@ -468,7 +472,7 @@ async def topics_describe(ctx: Ctx, args: argparse.Namespace) -> int:
 # -- configs ---------------------------------------------------------------------------------------
 
 _SET_HERE = {"topic": ("DYNAMIC_TOPIC_CONFIG",), "broker": ("DYNAMIC_BROKER_CONFIG",),
-             "defaults": ("DYNAMIC_DEFAULT_BROKER_CONFIG",)}
+             "defaults": ("DYNAMIC_DEFAULT_BROKER_CONFIG",), "group": ("GROUP_CONFIG",)}
 
 
 def _config_resource(args: argparse.Namespace) -> tuple[str, str, str]:
@@ -477,6 +481,8 @@ def _config_resource(args: argparse.Namespace) -> tuple[str, str, str]:
         return "topic", args.topic, f"topic {args.topic!r}"
     if args.broker is not None:
         return "broker", str(args.broker), f"broker {args.broker}"
+    if args.group is not None:
+        return "group", args.group, f"group {args.group!r}"
     return "broker", "", "the cluster-wide broker defaults"
 
 

@@ -263,3 +263,18 @@ def test_configs_describe_and_alter(broker):
     assert bad.returncode == 1 and "Cannot update these configs dynamically: port" in bad.stderr.decode()
     ok(kbroker(broker, "configs", "alter", "--broker-defaults", "--delete", "log.retention.ms"))
     assert broker.call(lambda: broker.core.config.log_retention_ms) == 604800000
+
+
+def test_configs_of_a_group(broker):
+    ok(kbroker(broker, "configs", "alter", "--group", "billing", "--set", "consumer.heartbeat.interval.ms=6000"))
+    shown = ok(kbroker(broker, "configs", "describe", "--group", "billing"))
+    assert shown.splitlines() == [
+        "Dynamic configs for group 'billing' are:",
+        "  consumer.heartbeat.interval.ms=6000 (GROUP_CONFIG) synonyms={GROUP_CONFIG:consumer.heartbeat.interval.ms="
+        "6000, DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}",
+    ]
+    everything = {e["name"]: e["value"] for e in json.loads(ok(kbroker(
+        broker, "configs", "describe", "--group", "other", "--all", "--json")))}
+    assert everything == {"consumer.session.timeout.ms": "45000", "consumer.heartbeat.interval.ms": "5000"}
+    bad = kbroker(broker, "configs", "alter", "--group", "billing", "--set", "consumer.session.timeout.ms=1")
+    assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stderr.decode()

@@ -112,9 +112,12 @@ def test_group_continues_when_its_coordinator_is_killed(cluster: KBrokerCluster)
     def produce(n: int) -> None:
         for _ in range(n):
             with lock:
-                value = b"m%d" % len(produced)
+                index = len(produced)
+                value = b"m%d" % index
                 produced.append(value)
-            producer.produce(TOPIC, value=value)
+            # every partition gets records (a sticky partitioner could put them all in one, and then
+            # only one member would have anything to read)
+            producer.produce(TOPIC, value=value, partition=index % PARTITIONS)
         assert producer.flush(120) == 0
 
     members = [Member("confluent", cluster.bootstrap_servers), Member("kafka-python", cluster.bootstrap_servers)]

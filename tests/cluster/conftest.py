@@ -1,13 +1,16 @@
-"""Fixtures for the cluster tests: an etcd server per test module (skipped, or failed under CI, without etcd)."""
+"""Fixtures for the cluster tests: an etcd server per test module, and a three-broker cluster per test
+(both skipped, or failed under CI, without etcd).  Modules needing other settings define their own
+``cluster``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from peers import require_etcd
 
-from broker.harness import EtcdServer
+from broker.harness import EtcdServer, KBrokerCluster
 
 
 @pytest.fixture(scope="module")
@@ -19,3 +22,10 @@ def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[KBrokerCluster]:
+    require_etcd()
+    with KBrokerCluster(3, tmp_path / "cluster") as c:
+        yield c

@@ -13,26 +13,17 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cluster_helpers import admin, create_topic, leader_of, partition_info, segment_bytes, wait_for
-from peers import require_etcd
 
 from broker.harness import BrokerProcess, KBrokerCluster
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.records import encode_batch
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[KBrokerCluster]:
-    require_etcd()
-    with KBrokerCluster(3, tmp_path / "cluster") as c:
-        yield c
 
 
 def raw_produce(host_port: str, topic: str, partition: int, values: list[bytes], acks: int = -1) -> int:

@@ -9,25 +9,15 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from cluster_helpers import admin, create_topic, wait_for
-from peers import require_etcd
 
 from broker.harness import KBrokerCluster
 
 pytestmark = pytest.mark.slow
 
 TOPIC, GROUP, PARTITIONS = "orders", "billing", 4
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[KBrokerCluster]:
-    require_etcd()
-    with KBrokerCluster(3, tmp_path / "cluster") as c:
-        yield c
 
 
 def coordinator_of(bootstrap: str, group: str) -> int:

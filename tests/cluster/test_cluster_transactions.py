@@ -5,13 +5,10 @@ consumers see every record of that transaction or none of them, never a part."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from cluster_helpers import create_topic, wait_for
-from peers import require_etcd
 
 from broker.harness import KBrokerCluster
 from client.admin import Admin
@@ -20,13 +17,6 @@ from client.coordinator import TRANSACTION_KEY, find_coordinator
 pytestmark = pytest.mark.slow
 
 TOPIC, PARTITIONS, TXN_ID, N = "payments", 3, "payments-tx", 60
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[KBrokerCluster]:
-    require_etcd()
-    with KBrokerCluster(3, tmp_path / "cluster") as c:
-        yield c
 
 
 def coordinator_of(bootstrap: str, transactional_id: str) -> int:

@@ -39,7 +39,7 @@ def pinned(cpu: int | None) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
-def _pair() -> tuple[socket.socket, socket.socket]:
+def loopback_pair() -> tuple[socket.socket, socket.socket]:
     srv = socket.create_server(("127.0.0.1", 0))
     a = socket.create_connection(srv.getsockname())
     b, _ = srv.accept()
@@ -47,7 +47,8 @@ def _pair() -> tuple[socket.socket, socket.socket]:
     return a, b
 
 
-def _receive_all(sock: socket.socket, total: int) -> int:
+def receive_all(sock: socket.socket, total: int) -> int:
+    """Read and drop up to ``total`` bytes from ``sock`` (less when it closes); returns how many came."""
     buf = bytearray(CHUNK)
     view = memoryview(buf)
     got = 0
@@ -61,7 +62,7 @@ def _receive_all(sock: socket.socket, total: int) -> int:
 
 def _recv_then_ack(sock: socket.socket, total: int, cpu: int | None) -> None:
     pin(cpu)
-    _receive_all(sock, total)
+    receive_all(sock, total)
     sock.sendall(b"k")
 
 
@@ -89,7 +90,7 @@ def socket_rate(total: int, *, sender_cpu: int | None = None, receiver_cpu: int 
     chunk = os.urandom(CHUNK)
 
     def once() -> float:
-        a, b = _pair()
+        a, b = loopback_pair()
         child = ctx.Process(target=_recv_then_ack, args=(b, total, receiver_cpu))
         child.start()
         b.close()
@@ -118,13 +119,13 @@ def sendfile_rate(path: str, total: int, *, sender_cpu: int | None = None, recei
     total = min(total, os.path.getsize(path))
 
     def once() -> float:
-        a, b = _pair()
+        a, b = loopback_pair()
         child = ctx.Process(target=_send_file, args=(b, path, total, sender_cpu))
         child.start()
         b.close()
         start = time.perf_counter()
         a.sendall(b"g")
-        got = _receive_all(a, total)
+        got = receive_all(a, total)
         elapsed = time.perf_counter() - start
         child.join()
         a.close()

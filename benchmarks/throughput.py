@@ -33,6 +33,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from limits import loopback_pair, receive_all
 
 REPO = Path(__file__).resolve().parents[1]
 MB = 1_000_000
@@ -120,27 +121,12 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int,
 
 
 def _drain(sock: socket.socket, total: int, done: threading.Event) -> None:
-    buf = bytearray(1 << 20)
-    view = memoryview(buf)
-    got = 0
-    while got < total:
-        n = sock.recv_into(view)
-        if not n:
-            break
-        got += n
+    receive_all(sock, total)
     done.set()
 
 
-def _loopback_pair() -> tuple[socket.socket, socket.socket]:
-    srv = socket.create_server(("127.0.0.1", 0))
-    a = socket.create_connection(srv.getsockname())
-    b, _ = srv.accept()
-    srv.close()
-    return a, b
-
-
 def loopback_socket(total: int) -> float:
-    a, b = _loopback_pair()
+    a, b = loopback_pair()
     done = threading.Event()
     t = threading.Thread(target=_drain, args=(b, total, done))
     chunk = os.urandom(1 << 20)
@@ -159,7 +145,7 @@ def loopback_socket(total: int) -> float:
 
 
 def loopback_sendfile(path: str, total: int) -> float:
-    a, b = _loopback_pair()
+    a, b = loopback_pair()
     done = threading.Event()
     t = threading.Thread(target=_drain, args=(b, total, done))
     t.start()

@@ -15,8 +15,9 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   against the loopback socket rate;
 * ``egress``   a consumer reading the 1 MB-batch topic from the beginning (Fetch with
   ``partition_max_bytes`` 16 MiB, one request at a time, as librdkafka does; each response read as
-  it arrives in 1 MiB pieces, as the limit's receiver reads, looking only at batch headers) against
-  the rate of ``os.sendfile`` of the same segment file;
+  it arrives in 1 MiB pieces, as the limit's receiver reads, looking only at batch headers; after an
+  ``os.sync()``, so the ingest cases' writeback does not run meanwhile) against the rate of
+  ``os.sendfile`` of the same segment file;
 * ``small``    Heartbeats/s of a Stable one-member group and acks=1 Produce requests/s of one
   10-record batch (100-byte records), 4 connections x 64 in flight;
 * ``many``     100 producer connections over a 10-partition topic (64 KiB batches, 2 in flight
@@ -458,6 +459,7 @@ class Bench:
         a = self.args
         seg_dir = Path(self.broker.data_dir if self.broker else "", f"{topic}-0")
         segment = max(seg_dir.glob("*.log"), key=lambda p: p.stat().st_size)
+        os.sync()  # the ingest cases' data at rest: no writeback competing with the reads (nor with the limit)
         with self.measure("egress") as m, pinned(a.loadgen_cpu):
             nbytes, elapsed = fetch_all(port, topic, 16 << 20)
         limit = sendfile_rate(str(segment), min(nbytes, segment.stat().st_size), sender_cpu=a.broker_cpu,

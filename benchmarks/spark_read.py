@@ -14,9 +14,16 @@ confluent-kafka, then measures in the same run:
   batches) for every partition in turn, one process, no Spark; with ``--profile`` under cProfile
   (stats written to that file, the top functions printed; the client's I/O thread is not profiled);
 * spark: ``spark.read.format("kbroker")...load().count()`` on ``local[N]`` (Arrow path; one
-  task per partition, tasks run in parallel), a cold first run and the best of the warm runs.
+  task per partition, tasks run in parallel), a cold first run and the best of the warm runs,
+  with the CPU time the warm runs took per kind of process (the JVM, the Python workers, the
+  broker; from ``/proc``) to show where the time goes;
+* spark floor: the same ``count()`` of a data source with the same schema whose tasks re-yield one
+  prebuilt Arrow batch (no fetch, no decode): what Spark itself costs for these rows; and of one
+  with the ``offset`` column only: what ``count()`` would cost if Spark pruned the columns of
+  Python data sources (it does not: their rows reach the JVM whole).
 
-Printed ratios: spark (warm) / the 1,000,000 rows/s aim, and spark (warm) / client.
+Printed ratios: spark (warm) / the 1,000,000 rows/s aim, spark (warm) / spark floor, and
+spark (warm) / client.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -145,7 +154,120 @@ def reader_rate(bootstrap: str, topic: str, records: int, partitions: int, profi
     return n / elapsed
 
 
-def spark_rates(bootstrap: str, topic: str, records: int, cores: int, warm_runs: int) -> tuple[float, float]:
+def cpu_seconds() -> dict[int, tuple[int, str, float]]:
+    """``(parent pid, command line, CPU seconds (user + system) so far)`` of every process we can
+    see (Linux ``/proc``; empty elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[int, str, float]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(entry)] = (int(fields[1]), cmd, (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+_CPU_KINDS = (("pyspark.daemon pyspark.worker", "Python executor workers (read + Arrow)"),
+              ("pyspark.sql.worker", "Python planning workers (schema, partitions)"),
+              ("-m broker", "broker"),
+              ("java", "Spark JVM (driver + executor threads, JIT, GC)"))
+
+
+def cpu_split(before: dict[int, tuple[int, str, float]], after: dict[int, tuple[int, str, float]],
+              runs: int) -> dict[str, float]:
+    """CPU seconds per run by kind of process (``_CPU_KINDS``) among this process and its
+    descendants (the broker, Spark's JVM and its Python workers); the rest of the machine is
+    one more line."""
+    ours = {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (parent, _, _) in after.items():
+            if parent in ours and pid not in ours:
+                ours.add(pid)
+                grew = True
+    split: dict[str, float] = {}
+    for pid, (_, cmd, used) in after.items():
+        spent = used - before.get(pid, (0, cmd, 0.0))[2]
+        if spent <= 0:
+            continue
+        if pid not in ours:
+            kind = "other processes on the machine"
+        elif pid == os.getpid():
+            kind = "benchmark driver (Python)"
+        else:
+            kind = next((name for marker, name in _CPU_KINDS if marker in cmd), "other processes of this run")
+        split[kind] = split.get(kind, 0.0) + spent / runs
+    return split
+
+
+def prebuilt_source(records: int, partitions: int, value_bytes: int, offset_only: bool = False) -> type:
+    """A data source with the kbroker schema (``offset_only``: just its ``offset`` column) whose
+    tasks re-yield one prebuilt Arrow batch (``records`` rows over ``partitions`` tasks): what
+    Spark itself costs for these rows, with no fetching and no decoding."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from spark_jobs.source import SCHEMA_DDL
+
+    class Reader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(partitions)]
+
+        def read(self, partition: InputPartition) -> Any:
+            import pyarrow as pa
+
+            from spark_jobs.source import ARROW_SCHEMA
+
+            left = records // partitions + (partition.value < records % partitions)
+            n = min(left, 65_536)
+            offsets = pa.array(range(n), pa.int64())
+            if offset_only:
+                batch = pa.RecordBatch.from_arrays([offsets], names=["offset"])
+            else:
+                batch = pa.RecordBatch.from_arrays([
+                    pa.array([b"key-%08d" % i for i in range(n)], pa.binary()),
+                    pa.array([os.urandom(value_bytes)] * n, pa.binary()),
+                    pa.repeat(pa.scalar("bench", pa.string()), n),
+                    pa.repeat(pa.scalar(partition.value, pa.int32()), n),
+                    offsets,
+                    offsets.cast(pa.timestamp("us", tz="UTC")),
+                    pa.repeat(pa.scalar(0, pa.int32()), n)], schema=ARROW_SCHEMA)
+            while left > 0:
+                yield batch.slice(0, min(n, left))
+                left -= n
+
+    class Prebuilt(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "kbroker-bench-offsets" if offset_only else "kbroker-bench-prebuilt"
+
+        def schema(self) -> str:
+            return "offset long" if offset_only else SCHEMA_DDL
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Reader()
+
+    return Prebuilt
+
+
+@dataclass
+class SparkRates:
+    cold: float
+    warm: list[float]
+    cpu: dict[str, float]  # CPU seconds per warm run by kind of process
+    floor_warm: list[float]  # the prebuilt source's warm rates
+    offsets_warm: list[float]  # the same with the offset column only
+
+
+def spark_rates(bootstrap: str, topic: str, records: int, partitions: int, value_bytes: int, cores: int,
+                warm_runs: int) -> SparkRates:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -155,18 +277,26 @@ def spark_rates(bootstrap: str, topic: str, records: int, cores: int, warm_runs:
              .config("spark.sql.shuffle.partitions", str(cores)).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark_jobs.register(spark)
+    spark.dataSource.register(prebuilt_source(records, partitions, value_bytes))
+    spark.dataSource.register(prebuilt_source(records, partitions, value_bytes, offset_only=True))
 
-    def once() -> float:
+    def once(fmt: str) -> float:
         t = time.perf_counter()
-        n = (spark.read.format("kbroker").option("kafka.bootstrap.servers", bootstrap)
+        n = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
              .option("subscribe", topic).load().count())
         assert n == records, n
         return n / (time.perf_counter() - t)
 
-    cold = once()
-    warm = max(once() for _ in range(warm_runs))
+    cold = once("kbroker")
+    before = cpu_seconds()
+    warm = [once("kbroker") for _ in range(warm_runs)]
+    split = cpu_split(before, cpu_seconds(), warm_runs)
+    once("kbroker-bench-prebuilt")
+    floor = [once("kbroker-bench-prebuilt") for _ in range(warm_runs)]
+    once("kbroker-bench-offsets")
+    offsets = [once("kbroker-bench-offsets") for _ in range(warm_runs)]
     spark.stop()
-    return cold, warm
+    return SparkRates(cold, warm, split, floor, offsets)
 
 
 def main() -> None:
@@ -175,7 +305,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--cores", type=int, default=2, help="Spark local[N]")
-    ap.add_argument("--warm-runs", type=int, default=3)
+    ap.add_argument("--warm-runs", type=int, default=5)
     ap.add_argument("--aim", type=int, default=1_000_000, help="rows/s spark count() should reach (warm)")
     ap.add_argument("--profile", metavar="FILE", default=None,
                     help="run the reader case under cProfile, stats to FILE")
@@ -188,10 +318,11 @@ def main() -> None:
             client = client_rate(bs, topic, args.records, args.partitions)
             columns = client_columns_rate(bs, topic, args.records, args.partitions)
             reader = reader_rate(bs, topic, args.records, args.partitions, args.profile)
-            cold, warm = spark_rates(bs, topic, args.records, args.cores, args.warm_runs)
+            sr = spark_rates(bs, topic, args.records, args.partitions, args.value_bytes, args.cores, args.warm_runs)
         finally:
             proc.terminate()
             proc.wait(30)
+    warm, floor = max(sr.warm), max(sr.floor_warm)
     print(f"records={args.records} partitions={args.partitions} value={args.value_bytes} B "
           f"key=12 B spark=local[{args.cores}]")
     print("| case | rows/s |")
@@ -200,10 +331,22 @@ def main() -> None:
     print(f"| client: SyncConsumer getmany, 1 process | {client:,.0f} |")
     print(f"| client: SyncConsumer getmany_record_sets + RecordColumns, 1 process | {columns:,.0f} |")
     print(f"| source reader: _read_partition (fetch + Arrow), 1 process, partitions in turn | {reader:,.0f} |")
-    print(f"| spark count(), cold (first action of the session) | {cold:,.0f} |")
+    print(f"| spark count(), cold (first action of the session) | {sr.cold:,.0f} |")
     print(f"| spark count(), warm (best of {args.warm_runs}) | {warm:,.0f} |")
+    print(f"| spark count() of a source re-yielding one prebuilt batch, warm (best of {args.warm_runs}) "
+          f"| {floor:,.0f} |")
+    print(f"| the same, offset column only (count() if Spark pruned columns of Python sources), warm "
+          f"(best of {args.warm_runs}) | {max(sr.offsets_warm):,.0f} |")
+    print(f"warm runs: {', '.join(f'{r:,.0f}' for r in sr.warm)} rows/s; prebuilt: "
+          f"{', '.join(f'{r:,.0f}' for r in sr.floor_warm)}; offset column only: "
+          f"{', '.join(f'{r:,.0f}' for r in sr.offsets_warm)}")
     print(f"ratio spark warm / aim {args.aim:,} rows/s = {warm / args.aim:.2f}")
+    print(f"ratio spark warm / prebuilt-batch source (Spark's own cost) = {warm / floor:.2f}")
     print(f"ratio spark warm / client getmany = {warm / client:.2f}")
+    if sr.cpu:
+        print(f"CPU seconds per warm count() (the machine has {os.cpu_count()} cores):")
+        for kind, used in sorted(sr.cpu.items(), key=lambda kv: -kv[1]):
+            print(f"  {used:6.2f}  {kind}")
 
 
 if __name__ == "__main__":

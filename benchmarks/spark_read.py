@@ -20,7 +20,9 @@ confluent-kafka, then measures in the same run:
 * spark floor: the same ``count()`` of a data source with the same schema whose tasks re-yield one
   prebuilt Arrow batch (no fetch, no decode): what Spark itself costs for these rows; and of one
   with the ``offset`` column only: what ``count()`` would cost if Spark pruned the columns of
-  Python data sources (it does not: their rows reach the JVM whole).
+  Python data sources (it does not: their rows reach the JVM whole).  After a cold run of each,
+  the warm runs of the three take turns, so the JVM's warming up and the machine's load fall on
+  each alike.
 
 Printed ratios: spark (warm) / the 1,000,000 rows/s aim, spark (warm) / spark floor, and
 spark (warm) / client.
@@ -35,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,28 +88,29 @@ def fill(bootstrap: str, topic: str, records: int, partitions: int, value_bytes:
     return records / (time.perf_counter() - t)
 
 
-def client_rate(bootstrap: str, topic: str, records: int, partitions: int) -> float:
-    from client.sync import SyncConsumer
-    from client.types import TopicPartition
-
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    with SyncConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
-                      max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20) as c:
-        c.assign(tps)
-        for tp in tps:
-            c.seek(tp, 0)
-        n = 0
-        t = time.perf_counter()
-        while n < records:
-            n += sum(len(v) for v in c.getmany(timeout_ms=1000).values())
-        return n / (time.perf_counter() - t)
+def poll_records(c: Any) -> int:
+    """One ``getmany`` of a SyncConsumer: how many ``Record`` rows it handed out."""
+    return sum(len(v) for v in c.getmany(timeout_ms=1000).values())
 
 
-def client_columns_rate(bootstrap: str, topic: str, records: int, partitions: int) -> float:
-    from client.sync import SyncConsumer
-    from client.types import TopicPartition
+def poll_columns(c: Any) -> int:
+    """One ``getmany_record_sets`` decoded into ``RecordColumns``: how many records."""
     from protocol.records import RecordColumns
 
+    n = 0
+    for sets in c.getmany_record_sets(timeout_ms=1000).values():
+        cols = RecordColumns()
+        for data, min_offset, aborted in sets:
+            cols.add(data, min_offset, aborted=aborted)
+        n += cols.finish()[0]
+    return n
+
+
+def client_rate(bootstrap: str, topic: str, records: int, partitions: int, poll: Callable[[Any], int]) -> float:
+    """Records/s of one SyncConsumer reading every partition from the start with ``poll``."""
+    from client.sync import SyncConsumer
+    from client.types import TopicPartition
+
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     with SyncConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
                       max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20) as c:
@@ -116,11 +120,7 @@ def client_columns_rate(bootstrap: str, topic: str, records: int, partitions: in
         n = 0
         t = time.perf_counter()
         while n < records:
-            for sets in c.getmany_record_sets(timeout_ms=1000).values():
-                cols = RecordColumns()
-                for data, min_offset, aborted in sets:
-                    cols.add(data, min_offset, aborted=aborted)
-                n += cols.finish()[0]
+            n += poll(c)
         return n / (time.perf_counter() - t)
 
 
@@ -288,15 +288,19 @@ def spark_rates(bootstrap: str, topic: str, records: int, partitions: int, value
         return n / (time.perf_counter() - t)
 
     cold = once("kbroker")
-    before = cpu_seconds()
-    warm = [once("kbroker") for _ in range(warm_runs)]
-    split = cpu_split(before, cpu_seconds(), warm_runs)
     once("kbroker-bench-prebuilt")
-    floor = [once("kbroker-bench-prebuilt") for _ in range(warm_runs)]
     once("kbroker-bench-offsets")
-    offsets = [once("kbroker-bench-offsets") for _ in range(warm_runs)]
+    # interleaved, so that the JVM's warming up and the machine's load fall on every case alike
+    rates = SparkRates(cold, [], {}, [], [])
+    for _ in range(warm_runs):
+        before = cpu_seconds()
+        rates.warm.append(once("kbroker"))
+        for kind, used in cpu_split(before, cpu_seconds(), warm_runs).items():
+            rates.cpu[kind] = rates.cpu.get(kind, 0.0) + used
+        rates.floor_warm.append(once("kbroker-bench-prebuilt"))
+        rates.offsets_warm.append(once("kbroker-bench-offsets"))
     spark.stop()
-    return SparkRates(cold, warm, split, floor, offsets)
+    return rates
 
 
 def main() -> None:
@@ -315,8 +319,8 @@ def main() -> None:
         try:
             topic = "bench"
             produced = fill(bs, topic, args.records, args.partitions, args.value_bytes)
-            client = client_rate(bs, topic, args.records, args.partitions)
-            columns = client_columns_rate(bs, topic, args.records, args.partitions)
+            client = client_rate(bs, topic, args.records, args.partitions, poll_records)
+            columns = client_rate(bs, topic, args.records, args.partitions, poll_columns)
             reader = reader_rate(bs, topic, args.records, args.partitions, args.profile)
             sr = spark_rates(bs, topic, args.records, args.partitions, args.value_bytes, args.cores, args.warm_runs)
         finally:

@@ -1,6 +1,10 @@
 """Prometheus metrics for one broker, served on ``--metrics-port`` at ``/metrics``.
 
-Counters and histograms are updated on the request path; per-partition and
+The request path's series (requests and their latency by API and version,
+record bytes in and out by topic) are plain numbers in :class:`HotCounters`,
+updated on the event loop without the lock a ``prometheus_client`` metric
+takes per increment, and turned into metric families at scrape time; the
+rarer counters are ``prometheus_client`` metrics.  Per-partition and
 per-group gauges (log end offset, size, committed offset, lag, groups by
 state) are computed at scrape time by a collector, so the hot path does not
 pay for them.  Every label whose values a client chooses (topics, groups) is
@@ -10,6 +14,7 @@ capped, so a hostile client cannot explode the series count.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import concurrent.futures
 import logging
 import threading
@@ -18,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import start_http_server
+from prometheus_client.utils import floatToGoString
 
 from broker.internal_topics import is_internal_topic
 
@@ -61,6 +67,67 @@ class _BoundedLabels:
         return False
 
 
+class HotCounters:
+    """The request path's counters as plain numbers (one owner: the event loop's thread).
+
+    ``requests[(api, version)]`` is ``[latency sum, per-bucket counts...]`` (the last bucket is
+    +Inf; their total is the request count); ``topics[label]`` is ``[bytes in, records in, bytes out]``.  The scrape
+    thread copies them (``list()`` of a dict or a list is one step under the GIL): a scrape
+    racing a request sees it either counted or not yet, never a broken row.
+    """
+
+    __slots__ = ("requests", "topics")
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, int], list[float]] = {}
+        self.topics: dict[str, list[int]] = {}
+
+    def request(self, api: str, version: int, seconds: float) -> None:
+        row = self.requests.get((api, version))
+        if row is None:
+            row = self.requests[(api, version)] = [0.0] + [0] * (len(_LATENCY_BUCKETS) + 1)
+        row[0] += seconds
+        row[1 + bisect.bisect_left(_LATENCY_BUCKETS, seconds)] += 1
+
+    def families(self) -> Iterator[Any]:
+        requests = CounterMetricFamily("kbroker_requests", "Requests handled, by API and version",
+                                       labels=["api", "version"])
+        latency = HistogramMetricFamily("kbroker_request_latency_seconds",
+                                        "Time from request decoded to response ready, by API and version",
+                                        labels=["api", "version"])
+        bounds = [floatToGoString(b) for b in _LATENCY_BUCKETS] + ["+Inf"]
+        for (api, version), row in sorted(list(self.requests.items())):
+            row = list(row)
+            labels = [api, str(version)]
+            buckets, total = [], 0
+            for bound, n in zip(bounds, row[1:], strict=True):
+                total += int(n)
+                buckets.append((bound, total))
+            requests.add_metric(labels, total)
+            latency.add_metric(labels, buckets, row[0])
+        bytes_in = CounterMetricFamily("kbroker_bytes_in", "Record bytes appended by producers", labels=["topic"])
+        messages_in = CounterMetricFamily("kbroker_messages_in", "Records appended by producers", labels=["topic"])
+        bytes_out = CounterMetricFamily("kbroker_bytes_out", "Record bytes sent to fetchers, counted once their "
+                                        "response has been written", labels=["topic"])
+        for topic, counts in sorted(list(self.topics.items())):
+            nin, nrec, nout = list(counts)
+            bytes_in.add_metric([topic], nin)
+            messages_in.add_metric([topic], nrec)
+            bytes_out.add_metric([topic], nout)
+        yield from (requests, latency, bytes_in, messages_in, bytes_out)
+
+
+class _HotCollector:
+    def __init__(self, counters: HotCounters) -> None:
+        self.counters = counters
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        return self.counters.families()
+
+
 @dataclass(slots=True)
 class BrokerState:
     """What /metrics reports at scrape time, snapshotted on the broker's event loop."""
@@ -90,19 +157,11 @@ class BrokerMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.topic_label = _BoundedLabels(MAX_LABELLED_TOPICS)
-        self.requests = Counter("kbroker_requests", "Requests handled, by API and version",
-                                ["api", "version"], registry=r)
-        self.request_latency = Histogram("kbroker_request_latency_seconds",
-                                         "Time from request decoded to response ready, by API and version",
-                                         ["api", "version"], buckets=_LATENCY_BUCKETS, registry=r)
+        #: requests, their latency and per-topic record bytes: updated on the request path without locks
+        self.hot = HotCounters()
+        r.register(_HotCollector(self.hot))
         self.errors = Counter("kbroker_errors", "Error codes returned, by API and error name",
                               ["api", "error"], registry=r)
-        self.bytes_in_total = Counter("kbroker_bytes_in", "Record bytes appended by producers", ["topic"],
-                                      registry=r)
-        self.bytes_out_total = Counter("kbroker_bytes_out", "Record bytes sent to fetchers, counted once "
-                                       "their response has been written", ["topic"], registry=r)
-        self.messages_in_total = Counter("kbroker_messages_in", "Records appended by producers", ["topic"],
-                                         registry=r)
         self.connections = Gauge("kbroker_active_connections", "Open client connections", registry=r)
         self.waiting_fetches = Gauge("kbroker_waiting_fetches", "Long-poll fetches parked in purgatory",
                                      registry=r)
@@ -138,9 +197,8 @@ class BrokerMetrics:
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}
-        #: series children by (api, version) and by topic, so the request path does one dict lookup
-        self._request_children: dict[tuple[str, int], tuple[Any, Any]] = {}
-        self._by_topic: dict[str, tuple[Any, Any, Any]] = {}
+        #: each topic's counter row in ``hot.topics`` (topics past the label cap share ``__other__``'s)
+        self._by_topic: dict[str, list[int]] = {}
         #: the event loop the broker runs on; scrape-time collection snapshots state there
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -155,13 +213,7 @@ class BrokerMetrics:
     def observe_request(self, api: str, version: int, seconds: float, errors: list[int] | None = None) -> None:
         """One request of ``api``/``version`` answered after ``seconds``, with the non-zero error
         codes its response carries (``protocol.primitives.Writer.errors``)."""
-        children = self._request_children.get((api, version))
-        if children is None:
-            v = str(version)
-            children = self._request_children[(api, version)] = (self.requests.labels(api, v),
-                                                                  self.request_latency.labels(api, v))
-        children[0].inc()
-        children[1].observe(seconds)
+        self.hot.request(api, version, seconds)
         if errors:
             if len(errors) == 1:
                 self.request_error(api, errors[0])
@@ -186,16 +238,17 @@ class BrokerMetrics:
             self._error_names[code] = name
         self.errors.labels(api, name).inc(count)
 
-    def _topic_children(self, topic: str) -> tuple[Any, Any, Any]:
-        """The (bytes in, messages in, bytes out) series of ``topic`` (looked up once per topic)."""
-        children = self._by_topic.get(topic)
-        if children is None:
+    def _topic_row(self, topic: str) -> list[int]:
+        """``topic``'s [bytes in, records in, bytes out] row (looked up once per topic)."""
+        row = self._by_topic.get(topic)
+        if row is None:
             label = self.topic_label(topic)
-            children = (self.bytes_in_total.labels(label), self.messages_in_total.labels(label),
-                        self.bytes_out_total.labels(label))
+            row = self.hot.topics.get(label)
+            if row is None:
+                row = self.hot.topics[label] = [0, 0, 0]
             if label != OTHER:
-                self._by_topic[topic] = children
-        return children
+                self._by_topic[topic] = row
+        return row
 
     def auth_events(self) -> AuthEvents:
         """The security edge's outcomes as counters (labels: configured listeners, the three mechanisms,
@@ -208,12 +261,12 @@ class BrokerMetrics:
             denied=lambda api, resource_type: self.authorization_denials.labels(api, resource_type).inc())
 
     def bytes_in(self, topic: str, nbytes: int, records: int) -> None:
-        children = self._topic_children(topic)
-        children[0].inc(nbytes)
-        children[1].inc(records)
+        row = self._topic_row(topic)
+        row[0] += nbytes
+        row[1] += records
 
     def bytes_out(self, topic: str, nbytes: int) -> None:
-        self._topic_children(topic)[2].inc(nbytes)
+        self._topic_row(topic)[2] += nbytes
 
     def topics_changed(self) -> None:
         """Drop the per-topic series of deleted topics and free their label slots."""
@@ -221,11 +274,7 @@ class BrokerMetrics:
         for topic in [t for t in self.topic_label.seen if t not in existing]:
             self.topic_label.forget(topic)
             self._by_topic.pop(topic, None)
-            for counter in (self.bytes_in_total, self.bytes_out_total, self.messages_in_total):
-                try:
-                    counter.remove(topic)
-                except KeyError:
-                    pass
+            self.hot.topics.pop(topic, None)
 
     # -- endpoint ---------------------------------------------------------------------
 

@@ -270,3 +270,37 @@ def test_hostile_topic_names_do_not_explode_label_values(fast_data_dir):
         assert sum(v for _, v in page.series("kbroker_messages_in_total")) == created
         assert page.value("kbroker_messages_in_total", topic=OTHER) == created - MAX_LABELLED_TOPICS
         assert page.value("kbroker_partitions") >= created
+
+
+def test_hot_counters_expose_what_prometheus_client_would() -> None:
+    """The lock-free request counters render the same counter and histogram samples as
+    ``prometheus_client``'s own metrics given the same observations (bucket edges included)."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from broker.metrics import _LATENCY_BUCKETS, BrokerMetrics
+
+    observations = [("Produce", 9, 0.0001), ("Produce", 9, 0.00010001), ("Produce", 9, 0.2),
+                    ("Produce", 9, 31.0), ("Heartbeat", 4, 0.0), ("Heartbeat", 4, 10.0)]
+    ours = BrokerMetrics()
+    reference = CollectorRegistry()
+    requests = Counter("kbroker_requests", "x", ["api", "version"], registry=reference)
+    latency = Histogram("kbroker_request_latency_seconds", "x", ["api", "version"], buckets=_LATENCY_BUCKETS,
+                        registry=reference)
+    for api, version, seconds in observations:
+        ours.observe_request(api, version, seconds)
+        requests.labels(api, str(version)).inc()
+        latency.labels(api, str(version)).observe(seconds)
+    ours.bytes_in("orders", 1000, 10)
+    ours.bytes_out("orders", 600)
+
+    def samples(registry: CollectorRegistry, prefix: str) -> set[str]:
+        return {line for line in generate_latest(registry).decode().splitlines()
+                if line.startswith(prefix) and "_created" not in line}
+
+    for prefix in ("kbroker_requests_total", "kbroker_request_latency_seconds_"):
+        got = samples(ours.registry, prefix)
+        assert got and got == samples(reference, prefix)
+    page = generate_latest(ours.registry).decode()
+    for line in ('kbroker_bytes_in_total{topic="orders"} 1000.0', 'kbroker_messages_in_total{topic="orders"} 10.0',
+                 'kbroker_bytes_out_total{topic="orders"} 600.0'):
+        assert line in page

@@ -18,11 +18,11 @@ confluent-kafka, then measures in the same run:
   with the CPU time the warm runs took per kind of process (the JVM, the Python workers, the
   broker; from ``/proc``) to show where the time goes;
 * spark floor: the same ``count()`` of a data source with the same schema whose tasks re-yield one
-  prebuilt Arrow batch (no fetch, no decode): what Spark itself costs for these rows; and of one
-  with the ``offset`` column only: what ``count()`` would cost if Spark pruned the columns of
-  Python data sources (it does not: their rows reach the JVM whole).  After a cold run of each,
-  the warm runs of the three take turns, so the JVM's warming up and the machine's load fall on
-  each alike.
+  prebuilt Arrow batch (no fetch, no decode; its CPU time too): what Spark itself costs for these
+  rows; and of one with the ``offset`` column only: what ``count()`` would cost if Spark pruned
+  the columns of Python data sources (it does not: their rows reach the JVM whole).  After a cold
+  run of each, the warm runs of the three take turns, so the JVM's warming up and the machine's
+  load fall on each alike.
 
 Printed ratios: spark (warm) / the 1,000,000 rows/s aim, spark (warm) / spark floor, and
 spark (warm) / client.
@@ -263,6 +263,7 @@ class SparkRates:
     warm: list[float]
     cpu: dict[str, float]  # CPU seconds per warm run by kind of process
     floor_warm: list[float]  # the prebuilt source's warm rates
+    floor_cpu: dict[str, float]  # and its CPU seconds per warm run
     offsets_warm: list[float]  # the same with the offset column only
 
 
@@ -287,17 +288,21 @@ def spark_rates(bootstrap: str, topic: str, records: int, partitions: int, value
         assert n == records, n
         return n / (time.perf_counter() - t)
 
+    def measured(fmt: str, cpu: dict[str, float]) -> float:
+        before = cpu_seconds()
+        rate = once(fmt)
+        for kind, used in cpu_split(before, cpu_seconds(), warm_runs).items():
+            cpu[kind] = cpu.get(kind, 0.0) + used
+        return rate
+
     cold = once("kbroker")
     once("kbroker-bench-prebuilt")
     once("kbroker-bench-offsets")
     # interleaved, so that the JVM's warming up and the machine's load fall on every case alike
-    rates = SparkRates(cold, [], {}, [], [])
+    rates = SparkRates(cold, [], {}, [], {}, [])
     for _ in range(warm_runs):
-        before = cpu_seconds()
-        rates.warm.append(once("kbroker"))
-        for kind, used in cpu_split(before, cpu_seconds(), warm_runs).items():
-            rates.cpu[kind] = rates.cpu.get(kind, 0.0) + used
-        rates.floor_warm.append(once("kbroker-bench-prebuilt"))
+        rates.warm.append(measured("kbroker", rates.cpu))
+        rates.floor_warm.append(measured("kbroker-bench-prebuilt", rates.floor_cpu))
         rates.offsets_warm.append(once("kbroker-bench-offsets"))
     spark.stop()
     return rates
@@ -348,9 +353,9 @@ def main() -> None:
     print(f"ratio spark warm / prebuilt-batch source (Spark's own cost) = {warm / floor:.2f}")
     print(f"ratio spark warm / client getmany = {warm / client:.2f}")
     if sr.cpu:
-        print(f"CPU seconds per warm count() (the machine has {os.cpu_count()} cores):")
-        for kind, used in sorted(sr.cpu.items(), key=lambda kv: -kv[1]):
-            print(f"  {used:6.2f}  {kind}")
+        print(f"CPU seconds per warm count() (the machine has {os.cpu_count()} cores): kbroker | prebuilt batch")
+        for kind in sorted(set(sr.cpu) | set(sr.floor_cpu), key=lambda k: -sr.cpu.get(k, 0.0)):
+            print(f"  {sr.cpu.get(kind, 0.0):6.2f} | {sr.floor_cpu.get(kind, 0.0):6.2f}  {kind}")
 
 
 if __name__ == "__main__":

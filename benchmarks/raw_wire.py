@@ -14,7 +14,9 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   1,000-byte records; also 100-byte records at 1 MB), 8 requests in flight on one connection,
   against the loopback socket rate;
 * ``egress``   a consumer reading the 1 MB-batch topic from the beginning (Fetch with
-  ``partition_max_bytes`` 16 MiB, one request at a time, as librdkafka does) against the rate of
+  ``partition_max_bytes`` 16 MiB, one request at a time, as librdkafka does; each response read as
+  it arrives in 1 MiB pieces, as the limit's receiver reads, looking only at batch headers; after an
+  ``os.sync()``, so the ingest cases' writeback does not run meanwhile) against the rate of
   ``os.sendfile`` of the same segment file;
 * ``small``    Heartbeats/s of a Stable one-member group and acks=1 Produce requests/s of one
   10-record batch (100-byte records), 4 connections x 64 in flight;
@@ -49,11 +51,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from limits import pinned, sendfile_rate, socket_rate
+from limits import CHUNK, pinned, sendfile_rate, socket_rate
 
 from broker.harness import BrokerProcess
 from protocol.api import APIS, ApiKey, decode_response, encode_request
-from protocol.records import encode_batch, iter_batch_headers
+from protocol.primitives import rd_uvarint
+from protocol.records import encode_batch
 
 MB = 1_000_000
 PRODUCE_V = APIS[ApiKey.PRODUCE].max_version
@@ -456,6 +459,7 @@ class Bench:
         a = self.args
         seg_dir = Path(self.broker.data_dir if self.broker else "", f"{topic}-0")
         segment = max(seg_dir.glob("*.log"), key=lambda p: p.stat().st_size)
+        os.sync()  # the ingest cases' data at rest: no writeback competing with the reads (nor with the limit)
         with self.measure("egress") as m, pinned(a.loadgen_cpu):
             nbytes, elapsed = fetch_all(port, topic, 16 << 20)
         limit = sendfile_rate(str(segment), min(nbytes, segment.stat().st_size), sender_cpu=a.broker_cpu,
@@ -601,7 +605,13 @@ def heartbeat_frames(port: int) -> list[bytes]:
 
 
 def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
-    """Read the partition from offset 0 to its end, one Fetch at a time; (record bytes, seconds)."""
+    """Read the partition from offset 0 to its end, one Fetch at a time; (record bytes, seconds).
+
+    Each response is read as it arrives, in pieces of at most ``limits.CHUNK`` bytes into one reused
+    buffer — the way the sendfile limit's receiver reads — and only its batch headers are looked at
+    (for the next fetch offset), so the load generator adds no copy of the records the limit does
+    not have."""
+    assert FETCH_V >= 13, "the response layout below is Fetch v13+ (topic ids, flexible versions)"
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         meta = call(sock, ApiKey.METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
@@ -610,7 +620,7 @@ def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
             {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1, "current_leader_epoch": -1}]}]})
         end = offsets.topics[0].partitions[0].offset
         offset, nbytes = 0, 0
-        buffer = bytearray(partition_max + (1 << 20))  # reused, as a consumer's receive buffer is
+        piece = memoryview(bytearray(CHUNK))
         start = time.perf_counter()
         while offset < end:
             body = {"replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 50 << 20,
@@ -619,20 +629,78 @@ def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
                         {"partition": 0, "fetch_offset": offset, "log_start_offset": -1,
                          "partition_max_bytes": partition_max}]}], "forgotten_topics_data": [], "rack_id": ""}
             sock.sendall(encode_request(ApiKey.FETCH, FETCH_V, 1, "raw-wire", body))
-            frame = read_frame(sock, buffer)
-            _, resp = decode_response(ApiKey.FETCH, FETCH_V, frame)
-            part = resp.responses[0].partitions[0]
-            if part.error_code:
-                raise SystemExit(f"Fetch error {part.error_code} at offset {offset}")
-            records = part.records
-            last = None
-            for _, header in iter_batch_headers(records):
-                last = header
-            if last is None:
+            records, next_offset = _stream_fetch_response(sock, piece)
+            if next_offset is None:
                 raise SystemExit(f"Fetch at offset {offset} returned no whole batch")
-            nbytes += len(records)
-            offset = last.next_offset
+            nbytes += records
+            offset = next_offset
         return nbytes, time.perf_counter() - start
+
+
+_BATCH_HEAD = 27  # base offset, length, leader epoch, magic, crc, attributes, last offset delta
+
+
+class _BatchWalker:
+    """Follows the batch headers of a record set arriving in pieces: remembers the offset after the
+    last whole batch, copying only a header split between two pieces."""
+
+    def __init__(self, length: int) -> None:
+        self.length = length  # bytes of the record set
+        self.batch_at = 0  # position of the next batch header in the record set
+        self.carry = b""  # the first bytes of that header when it started in an earlier piece
+        self.next_offset: int | None = None
+
+    def feed(self, data: memoryview | bytes, p0: int) -> None:
+        """``data`` holds the record set's bytes from position ``p0`` on (it may run past its end)."""
+        p_end = p0 + len(data)
+        while self.batch_at + _BATCH_HEAD <= self.length:
+            at = self.batch_at
+            if at + _BATCH_HEAD > p_end:  # the header goes on in the next piece
+                if at < p_end:
+                    self.carry = (self.carry if at < p0 else b"") + bytes(data[max(at - p0, 0):])
+                return
+            if at >= p0:
+                head: memoryview | bytes = data[at - p0:at - p0 + _BATCH_HEAD]
+            else:
+                head = self.carry + bytes(data[:at + _BATCH_HEAD - p0])
+            base, blen = struct.unpack_from(">qi", head, 0)
+            (delta,) = struct.unpack_from(">i", head, 23)
+            self.carry = b""
+            if at + 12 + blen > self.length:  # a partial batch ends the set
+                self.batch_at = self.length
+                return
+            self.next_offset = base + delta + 1
+            self.batch_at = at + 12 + blen
+
+
+def _stream_fetch_response(sock: socket.socket, piece: memoryview) -> tuple[int, int | None]:
+    """Receive one single-partition Fetch response; (record bytes, the offset after its last whole batch)."""
+    (size,) = _size.unpack(read_exactly(sock, 4))
+    head = bytes(read_exactly(sock, min(size, 256)))
+    pos = 4  # correlation id
+    _, pos = rd_uvarint(head, pos)  # header tagged fields (none)
+    pos += 4 + 2 + 4  # throttle, error, session id
+    _, pos = rd_uvarint(head, pos)  # responses
+    pos += 16  # topic id
+    _, pos = rd_uvarint(head, pos)  # partitions
+    (error,) = struct.unpack_from(">h", head, pos + 4)
+    if error:
+        raise SystemExit(f"Fetch error {error}")
+    pos += 4 + 2 + 8 + 8 + 8  # index, error, high watermark, last stable offset, log start
+    aborted, pos = rd_uvarint(head, pos)
+    assert aborted <= 1, "no aborted transactions expected"
+    pos += 4  # preferred read replica
+    n, pos = rd_uvarint(head, pos)
+    walker = _BatchWalker(max(n - 1, 0))
+    walker.feed(head[pos:], 0)
+    received = len(head)
+    while received < size:
+        k = sock.recv_into(piece[:min(len(piece), size - received)])
+        if not k:
+            raise ConnectionError("broker closed the connection")
+        walker.feed(piece[:k], received - pos)
+        received += k
+    return walker.length, walker.next_offset
 
 
 def main() -> None:

@@ -28,10 +28,11 @@ after SyncGroup, and a deleted group disappears only when the write that carries
 committed; OffsetFetch, DescribeGroups and ListGroups read that committed state; a failed write
 changes nothing stored and answers every request that waited on it with Kafka's mapped error.
 
-Known gaps versus Kafka: membership state (joins, leaves, expiries, a group left Empty) lives in
-memory and is not rolled back when the write that persists it fails — the next successful group
-write carries it (Kafka's runtime reverts its timeline structures instead); a write that fails is
-not retried; no transactional offset commits; no KIP-848 groups.
+KIP-848 consumer groups (:mod:`broker.group.consumer_group`) revert to their stored state when a
+write carrying their records fails, as Kafka's runtime does.  Known gap versus Kafka: classic-group
+membership (joins, leaves, expiries, a group left Empty) lives in memory and is not rolled back when
+the write that persists it fails — the next successful group write carries it; a write that fails
+is not retried.
 """
 
 from .config import GroupConfig

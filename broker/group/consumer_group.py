@@ -14,8 +14,10 @@ caller to write (:meth:`ConsumerGroups.drain`), so a restarted or failed-over co
 exactly the state the records describe.  Timers (sessions, revocation deadlines) live in the
 shard's :class:`~broker.group.timers.KeyedTimers` under the keys of :data:`TIMER_KINDS`.
 
-As with classic groups, in-memory changes are not rolled back when the write carrying them fails
-(the reply then carries the write's error and the member retries).
+The committed records of every group are kept too (the latest value per key, as a compacted log
+holds them): when a write carrying a group's records fails, :meth:`ConsumerGroups.revert` rebuilds
+the group from them and the records of the writes still in flight, as Kafka's CoordinatorRuntime
+reverts to its last committed state; the reply carries the write's error and the member retries.
 """
 
 from __future__ import annotations
@@ -286,6 +288,8 @@ class ConsumerGroups:
         self._is_classic = is_classic_group
         self._new_member_id = member_id_factory
         self._out: list[tuple[str, bytes, bytes | None]] = []
+        #: group id -> its committed records, key -> value, in the order of their last write
+        self._committed: dict[str, dict[bytes, bytes]] = {}
         self._now = 0
         self._epoch_bumps = 0
 
@@ -322,12 +326,64 @@ class ConsumerGroups:
         self._out.append((group_id, k, v))
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
-        """Apply one loaded record; False when it is not a consumer-group record."""
+        """Apply one loaded (so committed) record; False when it is not a consumer-group record."""
         decoded = decode_record(key, value)
         if decoded is None:
             return False
         self._apply(*decoded)
+        self._remember(decoded[1]["group_id"], key, value)
         return True
+
+    def committed(self, records: Iterable[tuple[str, bytes, bytes | None]]) -> None:
+        """``records`` (as :meth:`drain` gave them) were written durably."""
+        for gid, key, value in records:
+            self._remember(gid, key, value)
+
+    def _remember(self, gid: str, key: bytes, value: bytes | None) -> None:
+        kept = self._committed.get(gid)
+        if kept is None:
+            if value is None:
+                return
+            kept = self._committed[gid] = {}
+        kept.pop(key, None)
+        if value is not None:
+            kept[key] = value
+        elif not kept:
+            del self._committed[gid]
+
+    def revert(self, now_ms: int, group_ids: Iterable[str], in_flight: Iterable[tuple[str, bytes, bytes | None]]) -> None:
+        """A write carrying records of ``group_ids`` failed: rebuild each of them from its committed records
+        and the records of ``in_flight`` (the writes not completed yet, in order) that belong to it, with
+        fresh sessions, as a coordinator that loaded them would have it."""
+        self._now = now_ms
+        gids = set(group_ids)
+        for gid in gids:
+            group = self.groups.pop(gid, None)
+            if group is not None:
+                for mid in group.members:
+                    self.timers.cancel((_SESSION, gid, mid))
+                    self.timers.cancel((_REVOKE, gid, mid))
+            self.timers.cancel((_REGEX, gid))
+            for key, value in self._committed.get(gid, {}).items():
+                self._apply_raw(key, value)
+        for gid, key, value in in_flight:
+            if gid in gids:
+                self._apply_raw(key, value)
+        for gid in sorted(gids):
+            group = self.groups.get(gid)
+            if group is None:
+                continue
+            log.info("consumer group %s: a write failed; back to epoch %d as stored", gid, group.group_epoch)
+            for member in group.members.values():
+                self._arm_timers(group, member)
+            if any(m.subscribed_topic_regex is not None and m.subscribed_topic_regex not in group.regexes
+                   for m in group.members.values()):
+                self.timers.schedule((_REGEX, gid), now_ms)
+
+    def _apply_raw(self, key: bytes, value: bytes | None) -> None:
+        decoded = decode_record(key, value)
+        if decoded is not None:
+            self._apply(*decoded)
 
     def _apply(self, record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         gid = key["group_id"]

@@ -131,11 +131,13 @@ class _PendingWrite:
     """A handed-out write and what depends on it: the offset changes it carries and the
     callbacks that release replies (or undo a change) when it commits or fails."""
 
-    __slots__ = ("offset_ops", "on_commit", "on_fail", "write")
+    __slots__ = ("consumer_records", "offset_ops", "on_commit", "on_fail", "write")
 
     def __init__(self, write: Write) -> None:
         self.write = write  # with a producer id: a transactional offset commit (applied by its COMMIT marker)
         self.offset_ops: list[tuple[str, tuple[str, int], OffsetEntry | None]] = []
+        #: the consumer-group records among ``write.records``, as (group id, key, value)
+        self.consumer_records: list[tuple[str, bytes, bytes | None]] = []
         self.on_commit: list[Callable[[], None]] = []
         self.on_fail: list[Callable[[ErrorCode], None]] = []
 
@@ -406,15 +408,24 @@ class GroupCoordinator:
         return self._finish()
 
     def _consumer_writes(self) -> list[_PendingWrite]:
-        """Put the records the consumer groups emitted into this call's writes."""
+        """Put the records the consumer groups emitted into this call's writes; when one commits its
+        records become the groups' committed state, when one fails its groups revert to that state."""
         writes: dict[int, _PendingWrite] = {}
         for gid, key, value in self.consumer.drain():
             partition = self._partition(gid)
             pw = writes.get(partition)
             if pw is None:
                 pw = writes[partition] = self._write(partition)
+                if not pw.consumer_records:
+                    pw.on_commit.append(lambda pw=pw: self.consumer.committed(pw.consumer_records))
+                    pw.on_fail.append(lambda _error, pw=pw: self._revert_consumer_groups(pw))
             pw.write.records.append((key, value))
+            pw.consumer_records.append((gid, key, value))
         return list(writes.values())
+
+    def _revert_consumer_groups(self, failed: _PendingWrite) -> None:
+        in_flight = [r for pw in self._inflight.items() for r in pw.consumer_records]
+        self.consumer.revert(self._now, {gid for gid, _, _ in failed.consumer_records}, in_flight)
 
     def _classic_in_use(self, group_id: str) -> bool:
         """A classic group with members (or being deleted) holds ``group_id``."""

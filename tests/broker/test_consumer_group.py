@@ -428,3 +428,105 @@ def test_range_gives_contiguous_ranges() -> None:
     t = uuid.uuid4()
     result = assign_range({"b": frozenset({t}), "a": frozenset({t})}, {t: 5}, {})
     assert result["a"][t] == frozenset({0, 1, 2}) and result["b"][t] == frozenset({3, 4})
+
+
+# ------------------------------------------------------------------------------ failed writes
+
+
+class HeldShard(Shard):
+    """A shard whose writes wait for the test to commit or fail them (in order, as a log completes them)."""
+
+    def __init__(self, topics: Topics, **consumer: Any) -> None:
+        super().__init__(topics, **consumer)
+        self.held: list[Any] = []
+        self.replies: dict[Any, Any] = {}
+
+    def run(self, fx: Any) -> dict[Any, Any]:
+        self.held.extend(fx.writes)
+        self.replies.update(fx.replies)
+        return dict(fx.replies)
+
+    def send(self, member_id: str, epoch: int, **kw: Any) -> int:
+        """A heartbeat whose reply may wait for its write; returns its token."""
+        self.tokens += 1
+        req = {"group_id": "g", "member_id": member_id, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+               "rebalance_timeout_ms": 5000 if epoch == 0 else -1, "subscribed_topic_names": kw.get("topics"),
+               "subscribed_topic_regex": None, "server_assignor": None,
+               "topic_partitions": [] if epoch == 0 else None}
+        self.run(self.c.handle(HB, self.now, 1, req, self.tokens, client_id="cid", client_host="/127.0.0.1"))
+        return self.tokens
+
+    def commit_next(self) -> None:
+        w = self.held.pop(0)
+        self.records.extend(w.records)
+        self.run(self.c.write_committed(self.now, w.write_id))
+
+    def fail_next(self, error: E = E.NOT_ENOUGH_REPLICAS) -> None:
+        w = self.held.pop(0)
+        self.run(self.c.write_failed(self.now, w.write_id, error))
+
+    def commit_all(self) -> None:
+        while self.held:
+            self.commit_next()
+
+
+def _snapshot(group: Any) -> tuple[Any, ...]:
+    return (group.group_epoch, group.assignment_epoch, dict(group.members), dict(group.target),
+            dict(group.subscription), dict(group.owners), dict(group.regexes), dict(group.static_members))
+
+
+def _reloaded(s: Shard) -> Any:
+    again = GroupCoordinator(s.config, now_ms=s.now, topics=s.topics)
+    for key, value in s.records:
+        again.load(0, key, value)
+    again.complete_load(s.now)
+    return again.consumer.groups.get("g")
+
+
+def test_a_failed_write_reverts_the_group_to_what_is_stored() -> None:
+    s = HeldShard(Topics(t=4))
+    a = s.send("a", 0, topics=["t"])
+    s.commit_all()
+    assert s.replies[a]["error_code"] == E.NONE and s.replies[a]["member_epoch"] == 1
+    stored = _snapshot(s.group())
+    b = s.send("b", 0, topics=["t"])  # joins: new member, group epoch 2, a new target
+    assert b not in s.replies and s.group().group_epoch == 2 and "b" in s.group().members
+    s.fail_next()
+    assert s.replies[b]["error_code"] == E.COORDINATOR_NOT_AVAILABLE
+    assert _snapshot(s.group()) == stored  # b, epoch 2 and the new target are gone
+    # a goes on in epoch 1 with all four partitions, nothing to write
+    again = s.hb("a", 1, owned={s.topics.topic_id("t"): [0, 1, 2, 3]})
+    assert (again["error_code"], again["member_epoch"]) == (E.NONE, 1) and not s.held
+    # the retried join works, and what is in memory is what a reload of the log gives
+    b = s.send("b", 0, topics=["t"])
+    s.commit_all()
+    assert s.replies[b]["error_code"] == E.NONE and s.replies[b]["member_epoch"] == 2
+    assert _snapshot(_reloaded(s)) == _snapshot(s.group())
+
+
+def test_a_failed_write_keeps_what_later_writes_still_carry() -> None:
+    s = HeldShard(Topics(t=6))
+    s.send("a", 0, topics=["t"])
+    s.commit_all()
+    s.send("b", 0, topics=["t"])  # write 1
+    s.send("c", 0, topics=["t"])  # write 2, on top of write 1
+    assert len(s.held) == 2
+    s.fail_next()  # write 1 fails: write 2 (c's records) may still be stored
+    assert set(s.group().members) == {"a", "c"}
+    s.commit_next()
+    assert _snapshot(_reloaded(s)) == _snapshot(s.group())
+
+
+def test_a_failed_deletion_brings_the_empty_group_back() -> None:
+    s = HeldShard(Topics(t=2))
+    s.send("a", 0, topics=["t"])
+    s.commit_all()
+    s.send("a", -1)  # leaves: the group is Empty
+    s.commit_all()
+    stored = _snapshot(s.group())
+    s.tokens += 1
+    s.run(s.c.handle(42, s.now, 2, {"groups_names": ["g"]}, s.tokens))
+    assert "g" not in s.c.consumer.groups
+    s.fail_next()
+    assert s.replies[s.tokens]["results"][0]["error_code"] == E.COORDINATOR_NOT_AVAILABLE
+    assert _snapshot(s.group()) == stored

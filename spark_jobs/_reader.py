@@ -6,8 +6,10 @@ Everything that talks to the broker goes through here, on top of the client's pu
 * :class:`OffsetReader` (driver side) lists topic-partitions and resolves earliest / latest /
   by-timestamp offsets with a group-less :class:`~client.sync.SyncConsumer`;
 * :func:`read_range` (executor side) yields the records of one partition between two offsets
-  with a :class:`~client.sync.SyncConsumer`, handling records that are gone (retention,
-  DeleteRecords) the way Spark's Kafka source does: fail, or skip to what is still there.
+  as column buffers: the fetched record sets (:meth:`~client.sync.SyncConsumer.getmany_record_sets`)
+  are decoded straight into :class:`~protocol.records.RecordColumns` (Arrow's layout, no object
+  per record), and records that are gone (retention, DeleteRecords) are handled the way Spark's
+  Kafka source does: fail, or skip to what is still there.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Any
 from client.config import AdminConfig, ConsumerConfig, ProducerConfig
 from client.errors import KafkaError, NoOffsetForPartitionError
 from client.sync import SyncConsumer
-from client.types import Record, TopicPartition
+from client.types import TopicPartition
 from protocol.error_codes import ErrorCode
+from protocol.records import CorruptRecordError, RecordColumns
 
 log = logging.getLogger(__name__)
 
@@ -166,29 +169,41 @@ class OffsetReader:
         return {tp: (None if v is None else v.offset) for tp, v in res.items()}
 
 
+#: ``RecordColumns.finish()`` of one chunk: ``(length, offsets, timestamps, timestamp_types, key,
+#: value, headers)`` (see :class:`~protocol.records.RecordColumns`)
+Columns = tuple[Any, ...]
+
+
 def read_range(config: dict[str, Any], topic: str, partition: int, start: int, end: int, *,
-               fail_on_data_loss: bool = True, poll_timeout_ms: int = 120_000,
-               min_chunk: int = 16_384) -> Iterator[list[Record]]:
-    """Yield lists of the records of ``topic``/``partition`` with ``start <= offset < end``.
+               headers: bool = False, fail_on_data_loss: bool = True, poll_timeout_ms: int = 120_000,
+               min_chunk: int = 65_536) -> Iterator[Columns]:
+    """Yield the records of ``topic``/``partition`` with ``start <= offset < end`` as column chunks
+    (``RecordColumns.finish()`` tuples), in offset order.  A chunk is handed out once it holds
+    ``min_chunk`` records or was decoded from ``max_partition_fetch_bytes`` (the client setting in
+    ``config``) of fetched data, whichever comes first, so its size stays bounded however large the
+    records are.
 
     Offsets missing inside the range (compaction, transaction markers, aborted records with
     ``kafka.isolation.level=read_committed``) are simply absent.  When
     ``start`` (or the current position) is below the log start offset because records were
     deleted, raise :class:`DataLossError` or, with ``fail_on_data_loss=False``, continue from
-    the log start.  When no progress is made for ``poll_timeout_ms`` a ``TimeoutError`` is raised.
+    the log start.  When no progress is made for ``poll_timeout_ms`` a ``TimeoutError`` is raised;
+    a malformed record set raises ``KafkaError(CORRUPT_MESSAGE)``.
     """
     if end <= start:
         return
     tp = TopicPartition(topic, partition)
     pos = start
-    pending: list[Record] = []
+    chunk_bytes = int(config.get("max_partition_fetch_bytes", ConsumerConfig.max_partition_fetch_bytes))
+    cols = RecordColumns(headers=headers)
+    fetched = 0
     with SyncConsumer(**config) as c:
         c.assign([tp])
         c.seek(tp, start)
         last_progress = time.monotonic()
         while pos < end:
             try:
-                data = c.getmany(tp, timeout_ms=200)
+                data = c.getmany_record_sets(tp, timeout_ms=200)
             except NoOffsetForPartitionError:
                 data = None
             except KafkaError as exc:
@@ -203,8 +218,8 @@ def read_range(config: dict[str, Any], topic: str, partition: int, start: int, e
                 c.seek(tp, pos)
                 last_progress = time.monotonic()
                 continue
-            recs = data.get(tp)
-            if not recs:
+            sets = data.get(tp)
+            if not sets:
                 moved = c.position(tp)  # past transaction markers / aborted records: nothing to return
                 if moved > pos:
                     pos = moved
@@ -230,17 +245,20 @@ def read_range(config: dict[str, Any], topic: str, partition: int, start: int, e
                     break
                 continue
             last_progress = time.monotonic()
-            if recs[-1].offset >= end:
-                recs = [r for r in recs if r.offset < end]
-                pos = end
-            else:
-                pos = recs[-1].offset + 1
-            pending += recs
-            if len(pending) >= min_chunk:
-                yield pending
-                pending = []
-    if pending:
-        yield pending
+            try:
+                for record_set, min_offset, aborted in sets:
+                    cols.add(record_set, max(min_offset, start), end, aborted)
+                    fetched += len(record_set)
+            except CorruptRecordError as exc:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{topic}-{partition}: {exc}") from None
+            pos = max(pos, c.position(tp))  # past the last whole batch handed out
+            if cols.length >= min_chunk or fetched >= chunk_bytes:
+                if cols.length:
+                    yield cols.finish()
+                    cols = RecordColumns(headers=headers)
+                fetched = 0
+    if cols.length:
+        yield cols.finish()
 
 
 def _lost(fail: bool, message: str) -> None:

@@ -2,14 +2,16 @@
 
 Mirrors Spark's built-in Kafka source (columns, option names, offset JSON) so that jobs written
 for ``format("kafka")`` run with ``format("kbroker")``.  Readers yield Arrow record batches
-built against one fixed schema; executors read with kbroker's synchronous client facade.
+built against one fixed schema, straight from the column buffers the executors decode fetched
+record batches into (:func:`spark_jobs._reader.read_range`); executors read with kbroker's
+synchronous client facade.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from client.types import Record, TopicPartition
+from client.types import TopicPartition
 from spark_jobs import _reader
 from spark_jobs.options import (
     EARLIEST,
@@ -58,6 +60,8 @@ SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset lon
               "timestamp timestamp, timestampType int")
 HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
 
+_TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")  # what records carry
+_TIMESTAMP_US = pa.timestamp("us", tz="UTC")  # Spark's timestamp
 HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 ARROW_SCHEMA = pa.schema([
     pa.field("key", pa.binary()),
@@ -65,7 +69,7 @@ ARROW_SCHEMA = pa.schema([
     pa.field("topic", pa.string()),
     pa.field("partition", pa.int32()),
     pa.field("offset", pa.int64()),
-    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("timestamp", _TIMESTAMP_US),
     pa.field("timestampType", pa.int32()),
 ])
 ARROW_SCHEMA_HEADERS = ARROW_SCHEMA.append(pa.field("headers", HEADER_TYPE))
@@ -73,23 +77,30 @@ ARROW_SCHEMA_HEADERS = ARROW_SCHEMA.append(pa.field("headers", HEADER_TYPE))
 
 # -- record batches ----------------------------------------------------------------------------
 
-def to_arrow(records: Sequence[Record], topic: str, partition: int, include_headers: bool = False) -> pa.RecordBatch:
-    """Records of one partition as a batch of the fixed source schema."""
-    n = len(records)
-    ts_ms = pa.array([r.timestamp for r in records], pa.int64())
+def to_arrow(columns: _reader.Columns, topic: str, partition: int, include_headers: bool = False
+             ) -> pa.RecordBatch:
+    """One chunk of a partition's records (:func:`spark_jobs._reader.read_range`) as a batch of the
+    fixed source schema; the key, value, offset and timestamp type buffers are used as they are."""
+    n, offsets, timestamps, types, key, value, headers = columns
     arrays = [
-        pa.array([r.key for r in records], pa.binary()),
-        pa.array([r.value for r in records], pa.binary()),
+        _binary(n, key),
+        _binary(n, value),
         pa.repeat(pa.scalar(topic, pa.string()), n),
         pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array([r.offset for r in records], pa.int64()),
-        ts_ms.cast(pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")),
-        pa.array([r.timestamp_type for r in records], pa.int32()),
+        pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+        pa.Array.from_buffers(_TIMESTAMP_MS, n, [None, pa.py_buffer(timestamps)]).cast(_TIMESTAMP_US),
+        pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(types)]),
     ]
     if include_headers:
-        arrays.append(pa.array([r.headers or None for r in records], HEADER_TYPE))
+        arrays.append(pa.array([h or None for h in headers], HEADER_TYPE))
         return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA_HEADERS)
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def _binary(n: int, column: tuple[bytearray | None, bytearray, bytearray]) -> pa.Array:
+    valid, offsets, data = column
+    return pa.Array.from_buffers(pa.binary(), n, [None if valid is None else pa.py_buffer(valid),
+                                                  pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 # -- partitions --------------------------------------------------------------------------------
@@ -113,7 +124,7 @@ def _read_partition(options: Mapping[str, str], part: InputPartition, include_he
     poll_ms = int(options.get("kafkaconsumer.polltimeoutms") or 120_000)
     fail = _bool(options, "failondataloss", True)
     for chunk in _reader.read_range(cfg, part.topic, part.partition, part.start, part.end,
-                                    fail_on_data_loss=fail, poll_timeout_ms=poll_ms):
+                                    headers=include_headers, fail_on_data_loss=fail, poll_timeout_ms=poll_ms):
         yield to_arrow(chunk, part.topic, part.partition, include_headers)
 
 

@@ -464,10 +464,15 @@ def test_transactional_offsets_show_only_after_commit(shared_broker: Any) -> Non
 
 
 def test_spark_reader_reads_committed_ranges(shared_broker: Any) -> None:
-    """The Spark source's read path with ``kafka.isolation.level=read_committed``: the driver's latest offset
-    is the LSO, and an executor's range ends on time even when it ends in markers and aborted records."""
+    """The Spark source's executor path (fetched batches decoded into Arrow columns) with
+    ``kafka.isolation.level=read_committed``: the driver's latest offset is the LSO, a range ends on time even
+    when it ends in markers and aborted records, and a range cut inside transactions holds exactly the
+    committed records between its bounds (read_uncommitted: every data record between them)."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("pyspark")
     from client.types import TopicPartition
-    from spark_jobs._reader import OffsetReader, consumer_kwargs, read_range
+    from spark_jobs._reader import OffsetReader, consumer_kwargs
+    from spark_jobs.source import KBrokerPartition, _read_partition
 
     bs = shared_broker.bootstrap_servers
     create_topic(bs, "txn-spark", 1)
@@ -476,12 +481,26 @@ def test_spark_reader_reads_committed_ranges(shared_broker: Any) -> None:
     p.begin_transaction()
     p.produce("txn-spark", value=b"open", partition=0)  # left open: the LSO stays before it
     p.flush(30)
-    options = {"kafka.bootstrap.servers": bs, "kafka.isolation.level": "read_committed"}
+    options = {"kafka.bootstrap.servers": bs, "kafka.isolation.level": "read_committed",
+               "kafkaconsumer.polltimeoutms": "20000"}
     deadline = time.monotonic() + 10
     with OffsetReader(consumer_kwargs(options)) as reader:
         while (end := reader.latest([TopicPartition("txn-spark", 0)])[TopicPartition("txn-spark", 0)]) != 24:
             assert time.monotonic() < deadline and end < 24  # 20 records and 4 markers, not the open one
             time.sleep(0.05)
-    chunks = list(read_range(consumer_kwargs(options, executor=True), "txn-spark", 0, 0, end, poll_timeout_ms=20_000))
-    assert [r.value for chunk in chunks for r in chunk] == values("c1", 5) + values("c2", 5)
+    # offsets: c1 0-4, marker 5, a1 6-10, marker 11, c2 12-16, marker 17, a2 18-22, marker 23, open 24
+    value_at = dict(enumerate(values("c1", 5))) | {6 + i: v for i, v in enumerate(values("a1", 5))} | {
+        12 + i: v for i, v in enumerate(values("c2", 5))} | {18 + i: v for i, v in enumerate(values("a2", 5))}
+
+    def read(isolation: str, start: int, stop: int) -> list[tuple[int, bytes]]:
+        opts = options | {"kafka.isolation.level": isolation}
+        rows = [r for b in _read_partition(opts, KBrokerPartition("txn-spark", 0, start, stop), False)
+                for r in b.to_pylist()]
+        assert all(r["topic"] == "txn-spark" and r["partition"] == 0 for r in rows)
+        return [(r["offset"], r["value"]) for r in rows]
+
+    committed = [*range(5), *range(12, 17)]
+    for start, stop in ((0, end), (3, 14), (6, 12), (13, 18), (4, 23)):
+        assert read("read_committed", start, stop) == [(o, value_at[o]) for o in committed if start <= o < stop]
+    assert read("read_uncommitted", 3, 14) == [(o, value_at[o]) for o in (3, 4, 6, 7, 8, 9, 10, 12, 13)]
     p.abort_transaction(30)

@@ -196,6 +196,21 @@ def test_record_columns_hold_the_records_in_arrow_layout(codec: str, batches: li
     assert hdrs == ([e[5] for e in want] if with_headers else None)
 
 
+def test_record_columns_window_edges(codec: str) -> None:
+    """Every ``[min_offset, max_offset)`` window around the edges of three batches (compressed and
+    not, a transaction marker after the first) keeps exactly the records inside it."""
+    data, expected = _record_set([([(b"k", b"v%d" % i, None, i) for i in range(3)], codec_id, CREATE_TIME)
+                                  for codec_id in (GZIP, NONE, LZ4)], 500)
+    offsets = [e[0] for e in expected]
+    assert offsets == [500, 501, 502, 504, 505, 506, 507, 508, 509]
+    for lo in range(498, 512):
+        for hi in range(lo, 512):
+            cols = RecordColumns()
+            cols.add(data, lo, hi)
+            got, _ = _columns_read(cols.finish())
+            assert [g[0] for g in got] == [o for o in offsets if lo <= o < hi], (lo, hi)
+
+
 def test_record_columns_of_nothing(codec: str) -> None:
     got, hdrs = _columns_read(RecordColumns().finish())
     assert got == [] and hdrs is None

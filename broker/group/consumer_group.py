@@ -51,7 +51,7 @@ from protocol.schemas.misc import (
 )
 
 from .assignors import ASSIGNORS, TopicPartitions
-from .group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT
+from .group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, group_config_value
 from .timers import KeyedTimers
 
 __all__ = ["CONSUMER_RECORD_TYPES", "TIMER_KINDS", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroups",
@@ -302,11 +302,7 @@ class ConsumerGroups:
         return self._group_setting(group_id, HEARTBEAT_INTERVAL, self.config.heartbeat_interval_ms)
 
     def _group_setting(self, group_id: str, name: str, default: int) -> int:
-        raw = self._group_configs(group_id).get(name)
-        try:
-            return int(raw) if raw is not None else default
-        except ValueError:
-            return default
+        return group_config_value(self._group_configs(group_id), name, default)[0]
 
     # ================================================================ records in and out
 
@@ -327,11 +323,10 @@ class ConsumerGroups:
 
     def replay(self, key: bytes, value: bytes | None) -> bool:
         """Apply one loaded (so committed) record; False when it is not a consumer-group record."""
-        decoded = decode_record(key, value)
-        if decoded is None:
+        gid = self._apply_raw(key, value)
+        if gid is None:
             return False
-        self._apply(*decoded)
-        self._remember(decoded[1]["group_id"], key, value)
+        self._remember(gid, key, value)
         return True
 
     def committed(self, records: Iterable[tuple[str, bytes, bytes | None]]) -> None:
@@ -380,10 +375,13 @@ class ConsumerGroups:
                    for m in group.members.values()):
                 self.timers.schedule((_REGEX, gid), now_ms)
 
-    def _apply_raw(self, key: bytes, value: bytes | None) -> None:
+    def _apply_raw(self, key: bytes, value: bytes | None) -> str | None:
+        """Apply an encoded record; its group id, or None when it is not a consumer-group record."""
         decoded = decode_record(key, value)
-        if decoded is not None:
-            self._apply(*decoded)
+        if decoded is None:
+            return None
+        self._apply(*decoded)
+        return decoded[1]["group_id"]
 
     def _apply(self, record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         gid = key["group_id"]

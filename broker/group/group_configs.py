@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 
-__all__ = ["GROUP_CONFIGS", "GroupConfigError", "effective_group_configs", "validate_group_configs"]
+__all__ = ["GROUP_CONFIGS", "GroupConfigError", "effective_group_configs", "group_config_value",
+           "validate_group_configs"]
 
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
@@ -35,16 +36,19 @@ class GroupConfigError(Exception):
     message: str
 
 
+def group_config_value(overrides: Mapping[str, str], name: str, default: int) -> tuple[int, bool]:
+    """``name``'s value for a group: (its override, True), else (``default``, False)."""
+    raw = overrides.get(name)
+    try:
+        return (int(raw), True) if raw is not None else (default, False)
+    except ValueError:  # never written by the admin path; a hand-edited store keeps the default
+        return default, False
+
+
 def effective_group_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> dict[str, tuple[int, bool]]:
     """Every group config: (value, set on the group) — the group's override, else the broker default."""
-    out: dict[str, tuple[int, bool]] = {}
-    for name, (default, _, _) in GROUP_CONFIGS.items():
-        raw = overrides.get(name)
-        try:
-            out[name] = (int(raw), True) if raw is not None else (getattr(config, default), False)
-        except ValueError:  # never written by the admin path; a hand-edited store keeps the default
-            out[name] = (getattr(config, default), False)
-    return out
+    return {name: group_config_value(overrides, name, getattr(config, default))
+            for name, (default, _, _) in GROUP_CONFIGS.items()}
 
 
 def validate_group_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> dict[str, str]:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from broker.authorization import Deny, RequestAuthorizer
 from broker.cluster.kv import KVError
 from broker.describe_configs import ConfigView, describe_resource
+from broker.error_response import error_response
 from broker.internal_topics import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -46,11 +47,12 @@ from protocol.api import (
     APIS,
     ApiKey,
     RequestHeaderData,
-    decode_request_body,
+    ServerCodec,
     decode_request_header,
     encode_response_frame,
     peek_header,
     response_parts,
+    server_codec,
 )
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
@@ -98,11 +100,13 @@ def valid_topic_name(name: Any) -> bool:
 
 
 class RequestContext:
-    __slots__ = ("conn", "header", "received")
+    __slots__ = ("codec", "conn", "header", "received")
 
-    def __init__(self, conn: KafkaConnection, header: RequestHeaderData) -> None:
+    def __init__(self, conn: KafkaConnection, header: RequestHeaderData, codec: ServerCodec | None = None) -> None:
         self.conn = conn
         self.header = header
+        #: the request's API and version, resolved (None only for a request answered without parsing it)
+        self.codec = codec
         self.received = time.perf_counter()
 
     @property
@@ -198,6 +202,14 @@ class KafkaApis:
             ApiKey.WRITE_TXN_MARKERS: self.write_txn_markers,
             ApiKey.DESCRIBE_PRODUCERS: replica.handle_describe_producers,
         }
+        #: (API key, version) -> its codec and handler, for every version of every API served
+        self._routes: dict[tuple[int, int], tuple[ServerCodec, Handler]] = {}
+        for key, handler in self.handlers.items():
+            api = APIS[key]
+            for version in range(api.min_version, api.max_version + 1):
+                codec = server_codec(key, version)
+                assert codec is not None
+                self._routes[(key, version)] = (codec, handler)
         self._api_versions_entries = [
             {"api_key": int(key), "min_version": ADVERTISED_MIN.get(key, api.min_version),
              "max_version": api.max_version}
@@ -210,6 +222,32 @@ class KafkaApis:
     def handle(self, conn: KafkaConnection, frame: bytes) -> Any:
         """Decode one request frame and run its handler; returns response parts or an awaitable."""
         key, version, correlation_id = peek_header(frame)
+        route = self._routes.get((key, version))
+        if route is None:
+            return self._unroutable(conn, frame, key, version, correlation_id)
+        codec, handler = route
+        header = codec.header(frame, correlation_id)
+        ctx = RequestContext(conn, header, codec)
+        request = codec.decode(frame, header.body_offset)
+        session = conn.session
+        if session is not None:
+            verdict = self.authz.check(session, key, version, request)
+            if verdict is not None:
+                if isinstance(verdict, Deny):
+                    return self._respond(ctx, verdict.body)
+                request = verdict.request
+                handler = _merged(handler, verdict.merge)
+        if self.faults.active:
+            fault = self.faults.intercept(key)
+            if fault is not None:
+                return self._run_fault(ctx, request, handler, fault)
+        result = handler(ctx, request)
+        if is_awaitable(result):
+            return self._finish_async(ctx, result)
+        return self._respond(ctx, result)
+
+    def _unroutable(self, conn: KafkaConnection, frame: bytes, key: int, version: int, correlation_id: int) -> Any:
+        """A request of an API key we do not serve, or of a version we cannot parse."""
         api = APIS.get(key)
         if key == _API_VERSIONS and (api is None or version > api.max_version):
             # KIP-511: answer an ApiVersions we cannot parse with a v0 body naming our range.  Nothing
@@ -220,32 +258,13 @@ class KafkaApis:
                 e for e in self._api_versions_entries if e["api_key"] == ApiKey.API_VERSIONS])
             return self._respond(ctx, body, version_override=0)
         header = decode_request_header(frame)
-        ctx = RequestContext(conn, header)
-        handler = self.handlers.get(key)
-        if api is None or handler is None:
+        if api is None or key not in self.handlers:
             self.metrics.request_error(f"Unknown{key}", E.UNSUPPORTED_VERSION)
             raise ProtocolError(f"unsupported api key {key}")
-        if not api.min_version <= version <= api.max_version:
-            # The body cannot be parsed; answer in the nearest version we can encode.
-            nearest = min(max(version, api.min_version), api.max_version)
-            body = error_response(key, nearest, api.request.default(nearest), E.UNSUPPORTED_VERSION)
-            return self._respond(ctx, body, version_override=nearest)
-        request = decode_request_body(header, frame)
-        session = conn.session
-        if session is not None:
-            verdict = self.authz.check(session, key, version, request)
-            if verdict is not None:
-                if isinstance(verdict, Deny):
-                    return self._respond(ctx, verdict.body)
-                request = verdict.request
-                handler = _merged(handler, verdict.merge)
-        fault = self.faults.intercept(key) if self.faults.active else None
-        if fault is not None:
-            return self._run_fault(ctx, request, handler, fault)
-        result = handler(ctx, request)
-        if is_awaitable(result):
-            return self._finish_async(ctx, result)
-        return self._respond(ctx, result)
+        # The body cannot be parsed; answer in the nearest version we can encode.
+        nearest = min(max(version, api.min_version), api.max_version)
+        body = error_response(key, nearest, api.request.default(nearest), E.UNSUPPORTED_VERSION)
+        return self._respond(RequestContext(conn, header), body, version_override=nearest)
 
     async def _finish_async(self, ctx: RequestContext, pending: Awaitable[Obj | None]) -> Any:
         return self._respond(ctx, await pending)
@@ -267,14 +286,17 @@ class KafkaApis:
 
     def _respond(self, ctx: RequestContext, body: Obj | None, version_override: int | None = None) -> Any:
         header = ctx.header
-        api = APIS[header.api_key]
+        codec = ctx.codec
+        name = codec.name if codec is not None else APIS[header.api_key].name
         if body is None:
-            self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received)
+            self.metrics.observe_request(name, header.api_version, time.perf_counter() - ctx.received)
             return None
-        version = header.api_version if version_override is None else version_override
-        frame = encode_response_frame(header.api_key, version, header.correlation_id, body)
-        self.metrics.observe_request(api.name, header.api_version, time.perf_counter() - ctx.received,
-                                     frame.errors)
+        if codec is not None and version_override is None:
+            frame = codec.encode_response(header.correlation_id, body)
+        else:
+            version = header.api_version if version_override is None else version_override
+            frame = encode_response_frame(header.api_key, version, header.correlation_id, body)
+        self.metrics.observe_request(name, header.api_version, time.perf_counter() - ctx.received, frame.errors)
         return response_parts(frame)
 
     # -- cluster and metadata --------------------------------------------------------------------
@@ -758,43 +780,3 @@ def _merged(handler: Handler, merge: Callable[[Any], Any]) -> Handler:
 
 async def _merge_later(pending: Awaitable[Any], merge: Callable[[Any], Any]) -> Any:
     return merge(await pending)
-
-
-def error_response(api_key: int, version: int, request: Obj, code: int) -> Obj:
-    """A response of the request's API that carries ``code`` everywhere an error can go."""
-    api = APIS[api_key]
-    body = api.response.default(version)
-    _fill_errors(body, code)
-    if api_key == ApiKey.PRODUCE:
-        body["responses"] = [
-            {"name": t.name, "partition_responses": [
-                {"index": p.index, "error_code": code, "base_offset": -1} for p in t.partition_data]}
-            for t in request.topic_data
-        ]
-    elif api_key == ApiKey.FETCH:
-        body["responses"] = [
-            {"topic": t.get("topic", ""), "topic_id": t.get("topic_id"), "partitions": [
-                {"partition_index": p.partition, "error_code": code, "high_watermark": -1, "records": b""}
-                for p in t.partitions]}
-            for t in request.topics
-        ]
-        body["error_code"] = 0
-    elif api_key == ApiKey.FIND_COORDINATOR and version >= 4:
-        body["coordinators"] = [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code}
-                                for k in request.coordinator_keys]
-    elif api_key == ApiKey.OFFSET_COMMIT or api_key == ApiKey.LIST_OFFSETS:
-        body["topics"] = [{"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions]} for t in request.topics]
-    return body
-
-
-def _fill_errors(node: Any, code: int) -> None:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "error_code":
-                node[key] = code
-            else:
-                _fill_errors(value, code)
-    elif isinstance(node, list):
-        for item in node:
-            _fill_errors(item, code)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from broker.error_response import error_response
 from broker.security.acl import (
     CLUSTER_NAME,
     AclOperation,
@@ -94,8 +95,6 @@ class _Request:
         return self.session.authorize(op, resource_type, name)
 
     def error_body(self, code: int) -> Obj:
-        from broker.apis import error_response
-
         return error_response(self.api_key, self.version, self.req, code)
 
 

@@ -107,6 +107,10 @@ class Shard(Generic[C]):
     write_tail: asyncio.Future[Any] | None = None
 
 
+#: a running call's reply slot before the reply comes
+_NO_REPLY: Any = object()
+
+
 class _Failed:
     """A parked request's answer when its shard went away or its write failed before it was answered."""
 
@@ -139,6 +143,8 @@ class CoordinatorRuntime(Generic[C]):
         self._write_timeout_ms = write_timeout_ms
         self._tokens = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        #: tokens of the calls running now (see run) -> their reply once the effects carry it
+        self._direct: dict[int, Any] = {}
         self._closed = False
         replica.add_leadership_listener(self._on_leadership)
 
@@ -259,17 +265,25 @@ class CoordinatorRuntime(Generic[C]):
     def run(self, shard: Shard[C], call: Callable[[C, Hashable], Any], on_error: Callable[[int], Any]) -> Any:
         """Run ``call(coordinator, token)`` on a loaded shard: the reply for ``token`` now, or an awaitable
         of it when it waits (parked or writing).  A shard that goes away first answers
-        ``on_error(NOT_COORDINATOR)``."""
+        ``on_error(NOT_COORDINATOR)``.
+
+        Most replies come in the call's own effects: those are taken straight from them, and a future
+        (registered so an unload can answer it) is made only for a request that waits."""
         assert shard.coordinator is not None
         token = next(self._tokens)
+        direct = self._direct
+        direct[token] = _NO_REPLY
+        try:
+            self.apply(shard, call(shard.coordinator, token))
+        finally:
+            body = direct.pop(token)
+        if body is not _NO_REPLY:
+            return on_error(body.code) if type(body) is _Failed else body
+        if self.shards.get(shard.partition) is not shard or self._closed:
+            return on_error(E.NOT_COORDINATOR)  # unloaded while the call ran
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[token] = future
         shard.tokens.add(token)
-        self.apply(shard, call(shard.coordinator, token))
-        if future.done() and not future.cancelled():
-            body = future.result()
-            if not isinstance(body, _Failed):
-                return body
         return self._finish(future, on_error)
 
     @staticmethod
@@ -292,10 +306,15 @@ class CoordinatorRuntime(Generic[C]):
         """Release the replies, let the service see the rest, then start the writes."""
         if self._closed:
             return
+        pending = self._pending
         for token, body in effects.replies:
+            future = pending.pop(token, None)
+            if future is None:
+                if token in self._direct:
+                    self._direct[token] = body  # the reply of a call still running (see run)
+                continue
             shard.tokens.discard(token)
-            future = self._pending.pop(token, None)
-            if future is not None and not future.done():
+            if not future.done():
                 future.set_result(body)
         if self._on_effects is not None:
             self._on_effects(shard, effects)
@@ -344,8 +363,10 @@ class CoordinatorRuntime(Generic[C]):
         if self._closed or shard.coordinator is None or self.shards.get(shard.partition) is not shard:
             return
         deadline = shard.coordinator.next_deadline()
-        if deadline == shard.deadline and shard.timer is not None and not shard.timer.cancelled:
-            return
+        armed = shard.deadline
+        if shard.timer is not None and armed is not None and (deadline is None or armed <= deadline) \
+                and not shard.timer.cancelled:
+            return  # the armed timer fires first; its poll re-arms at the deadline of then
         if shard.timer is not None:
             shard.timer.cancel()
             shard.timer = None

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.config import consumer_group_assignors
 from broker.coordinator_runtime import CoordinatorRuntime, Shard, now_ms
+from broker.error_response import error_response
 from broker.group.config import GroupConfig
 from broker.group.consumer_group import ConsumerGroupConfig, TopicCatalog
 from broker.group.coordinator import Effects, GroupCoordinator
@@ -164,8 +165,6 @@ class GroupService:
                 return self._scatter(ctx, req, "groups", "groups", _offset_fetch_error, field="group_id")
         shard, code = self._shard_for(req["group_id"])
         if shard is None:
-            from broker.apis import error_response
-
             return error_response(key, version, req, code)
         if key == ApiKey.TXN_OFFSET_COMMIT and self.txn_verifier is not None:
             return self._txn_offset_commit(shard, ctx, req)
@@ -191,8 +190,6 @@ class GroupService:
                                                 for p in t.partitions]} for t in req.topics])
         current, _ = self._shard_for(req.group_id)
         if current is None:
-            from broker.apis import error_response
-
             return error_response(ctx.header.api_key, ctx.version, req, E.NOT_COORDINATOR)
         result = self._run(current, ctx, req)
         return await result if not isinstance(result, dict) else result
@@ -202,8 +199,6 @@ class GroupService:
 
     def _run(self, shard: GroupShard, ctx: RequestContext, req: Any) -> Any:
         """Run one request on a shard: the response now, or a future when it waits (parked or writing)."""
-        from broker.apis import error_response
-
         key, version = ctx.header.api_key, ctx.version
         now = now_ms()
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from broker.coordinator_runtime import CoordinatorRuntime, Shard, now_ms
+from broker.error_response import error_response
 from broker.group.partitioning import coordinator_partition
 from broker.internal_topics import TRANSACTION_STATE_TOPIC
 from broker.txn.coordinator import (
@@ -163,8 +164,6 @@ class TransactionService:
 
     def _route(self, ctx: RequestContext, req: Obj, transactional_id: str | None,
                method: Callable[..., Effects], on_error: Callable[[int], Any] | None = None) -> Any:
-        from broker.apis import error_response
-
         key, version = ctx.header.api_key, ctx.version
         now = now_ms()
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from protocol.errors import ProtocolError, UnsupportedVersionError
 from protocol.primitives import ExternalBytes, Obj, Writer
-from protocol.schema import Message
+from protocol.schema import DECODE_ERRORS, Message
 from protocol.schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -245,6 +245,11 @@ def decode_request_header(frame: Any) -> RequestHeaderData:
     flexible = _request_flexible.get((api_key, api_version))
     if flexible is None:
         flexible = _request_flexible[(api_key, api_version)] = request_header_version(api_key, api_version) == 2
+    return _header_after_prefix(frame, api_key, api_version, correlation_id, flexible)
+
+
+def _header_after_prefix(frame: Any, api_key: int, api_version: int, correlation_id: int,
+                         flexible: bool) -> RequestHeaderData:
     # The common case inline: a client id, and (flexible versions) no tagged header fields.
     size = len(frame)
     if size >= 10:
@@ -275,6 +280,72 @@ def decode_request_body(header: RequestHeaderData, frame: Any) -> Obj:
     return api.request.decode(header.api_version, frame, header.body_offset)
 
 
+class ServerCodec:
+    """One served (API, version), resolved once: the request header and body in, the response
+    frame out — :func:`decode_request_header`, :func:`decode_request_body` and
+    :func:`encode_response_frame` without their per-request lookups (the server's hot path)."""
+
+    __slots__ = (
+        "_flexible_header",
+        "_parse",
+        "_request",
+        "_response",
+        "_response_flexible",
+        "api",
+        "name",
+        "version",
+    )
+
+    def __init__(self, api: Api, version: int) -> None:
+        api.request.check_version(version)
+        self.api = api
+        self.name = api.name
+        self.version = version
+        self._flexible_header = request_header_version(api.key, version) == 2
+        self._request = api.request
+        self._parse = api.request.parser(version)
+        self._response = api.response
+        self._response_flexible = response_header_version(api.key, version) == 1
+
+    def header(self, frame: Any, correlation_id: int) -> RequestHeaderData:
+        """The request header (its API key, version and correlation id already peeked)."""
+        return _header_after_prefix(frame, self.api.key, self.version, correlation_id, self._flexible_header)
+
+    def decode(self, frame: Any, pos: int) -> Obj:
+        """The request body starting at ``pos``; :class:`ProtocolError` when malformed."""
+        try:
+            return self._parse(frame, pos)[0]
+        except ProtocolError:
+            raise
+        except DECODE_ERRORS as exc:
+            raise ProtocolError(f"malformed {self._request.name} v{self.version}: {exc}") from None
+
+    def encode_response(self, correlation_id: int, body: Any) -> Writer:
+        """The response frame (size prefix, header, body), as :func:`encode_response_frame`."""
+        out = Writer()
+        out += _response_prefix.pack(0, correlation_id)
+        if self._response_flexible:
+            out.append(0)
+        self._response.encode_into(self.version, body, out)
+        splices = out.splices
+        _i32.pack_into(out, 0, len(out) - 4 + (sum(ext.size for _, ext in splices) if splices else 0))
+        return out
+
+
+def server_codec(api_key: int, api_version: int) -> ServerCodec | None:
+    """The :class:`ServerCodec` of a served API key and version; None for anything else."""
+    codec = _server_codecs.get((api_key, api_version))
+    if codec is None:
+        api = APIS.get(api_key)
+        if api is None or not api.min_version <= api_version <= api.max_version:
+            return None
+        codec = _server_codecs[(api_key, api_version)] = ServerCodec(api, api_version)
+    return codec
+
+
+_server_codecs: dict[tuple[int, int], ServerCodec] = {}
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """A complete response frame (size prefix, header, body) as bytes."""
     parts = encode_response_parts(api_key, api_version, correlation_id, body)
@@ -293,20 +364,10 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int,
 def encode_response_frame(api_key: int, api_version: int, correlation_id: int, body: Any) -> Writer:
     """A response frame (size prefix, header, body) in a :class:`Writer`: its ``splices`` say where
     external bytes go, its ``errors`` the non-zero error codes encoded."""
-    codec = _response_codecs.get((api_key, api_version))
+    codec = server_codec(api_key, api_version)
     if codec is None:
-        api = APIS[api_key]
-        codec = _response_codecs[(api_key, api_version)] = (
-            api.response, response_header_version(api_key, api_version) == 1)
-    message, flexible_header = codec
-    out = Writer()
-    out += _response_prefix.pack(0, correlation_id)
-    if flexible_header:
-        out.append(0)
-    message.encode_into(api_version, body, out)
-    splices = out.splices
-    _i32.pack_into(out, 0, len(out) - 4 + (sum(ext.size for _, ext in splices) if splices else 0))
-    return out
+        raise UnsupportedVersionError(api_key, api_version)
+    return codec.encode_response(correlation_id, body)
 
 
 def response_parts(out: Writer) -> list[bytearray | memoryview | ExternalBytes]:
@@ -323,9 +384,6 @@ def response_parts(out: Writer) -> list[bytearray | memoryview | ExternalBytes]:
         start = pos
     parts.append(view[start:])
     return parts
-
-
-_response_codecs: dict[tuple[int, int], tuple[Message, bool]] = {}
 
 
 # ---------------------------------------------------------------------------

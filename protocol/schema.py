@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
 from functools import cache
 from io import BytesIO
 from typing import Any
@@ -380,7 +381,7 @@ class _Reader:
         self.pos = pos
 
 
-_DECODE_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError, OverflowError)
+DECODE_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError, OverflowError)
 
 
 class Message:
@@ -428,6 +429,11 @@ class Message:
             self._builders[version] = module.__dict__[bname]
         return parse, self._builders[version]
 
+    def parser(self, version: int) -> Callable[[Any, int], tuple[Obj, int]]:
+        """The compiled parser of ``version``: ``parse(data, pos) -> (message, end)``; it raises the
+        underlying errors (``DECODE_ERRORS``) where :meth:`decode_from` raises ProtocolError."""
+        return self._parsers.get(version) or self._codec(version)[0]
+
     def decode(self, version: int, data: Any, pos: int = 0) -> Obj:
         """Decode one message of ``version`` from ``data`` starting at ``pos``."""
         return self.decode_from(version, data, pos)[0]
@@ -439,7 +445,7 @@ class Message:
             return parse(data, pos)
         except ProtocolError:
             raise
-        except _DECODE_ERRORS as exc:
+        except DECODE_ERRORS as exc:
             raise ProtocolError(f"malformed {self.name} v{version}: {exc}") from None
 
     def encode(self, version: int, obj: Any) -> bytes:

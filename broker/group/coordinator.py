@@ -232,7 +232,6 @@ class GroupCoordinator:
             fx.writes.append(pw.write)
         self._open = {}
         fx.next_deadline_ms = self.timers.next_deadline()
-        self._fx = Effects()
         return fx
 
     def _reply(self, token: Hashable, response: Response) -> None:

@@ -202,7 +202,6 @@ class TransactionCoordinator:
     def _finish(self) -> Effects:
         fx = self._fx
         fx.next_deadline_ms = self.timers.next_deadline()
-        self._fx = Effects()
         return fx
 
     def _reply(self, token: Hashable, response: Response) -> None:

@@ -157,18 +157,30 @@ def rd_nstring(buf: Any, pos: int) -> tuple[str | None, int]:
 
 
 def rd_cstring(buf: Any, pos: int) -> tuple[str, int]:
-    n, pos = rd_uvarint(buf, pos)
+    n = buf[pos]  # the one-byte length inline (strings under 127 bytes)
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = rd_uvarint(buf, pos)
     if n == 0:
         raise ProtocolError("null compact string in a non-nullable field")
-    end = _span(buf, pos, n - 1)
+    end = pos + n - 1
+    if end > len(buf):
+        _span(buf, pos, n - 1)
     return str(buf[pos:end], "utf-8"), end
 
 
 def rd_cnstring(buf: Any, pos: int) -> tuple[str | None, int]:
-    n, pos = rd_uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = rd_uvarint(buf, pos)
     if n == 0:
         return None, pos
-    end = _span(buf, pos, n - 1)
+    end = pos + n - 1
+    if end > len(buf):
+        _span(buf, pos, n - 1)
     return str(buf[pos:end], "utf-8"), end
 
 
@@ -232,7 +244,11 @@ def rd_cnrecords(buf: Any, pos: int) -> tuple[memoryview | None, int]:
 def rd_count(buf: Any, pos: int, compact: bool, nullable: bool, min_size: int) -> tuple[int | None, int]:
     """Read an array count; ``None`` for a null array.  Rejects counts the buffer cannot hold."""
     if compact:
-        n, pos = rd_uvarint(buf, pos)
+        n = buf[pos]
+        if n < 0x80:
+            pos += 1
+        else:
+            n, pos = rd_uvarint(buf, pos)
         n -= 1
     else:
         (n,) = _i32_unpack(buf, pos)
@@ -277,10 +293,17 @@ def wr_nstring(out: bytearray, value: Any) -> None:
 
 
 def wr_cstring(out: bytearray, value: Any) -> None:
-    if value is None:
+    if type(value) is str:
+        data = value.encode("utf-8")
+    elif value is None:
         raise ProtocolError("null in a non-nullable string field")
-    data = _utf8(value)
-    wr_uvarint(out, len(data) + 1)
+    else:
+        data = _utf8(value)
+    n = len(data) + 1
+    if n < 0x80:
+        out.append(n)
+    else:
+        wr_uvarint(out, n)
     out += data
 
 
@@ -288,8 +311,12 @@ def wr_cnstring(out: bytearray, value: Any) -> None:
     if value is None:
         out.append(0)
         return
-    data = _utf8(value)
-    wr_uvarint(out, len(data) + 1)
+    data = value.encode("utf-8") if type(value) is str else _utf8(value)
+    n = len(data) + 1
+    if n < 0x80:
+        out.append(n)
+    else:
+        wr_uvarint(out, n)
     out += data
 
 
@@ -616,10 +643,16 @@ class KArray(KConstruct):
 
     def gen_build(self, expr: str, code: Any) -> list[str]:
         var = f"_a{code.allocateId()}"
-        lines = [f"{var} = {expr}", f"wr_count(out, {var}, {self.compact}, {self.nullable})"]
-        if var:
-            lines.append(f"for {var}_v in {var} or ():")
-            lines += ["    " + line for line in self.element.gen_build(f"{var}_v", code)]
+        lines = [f"{var} = {expr}"]
+        if self.compact:  # the usual count (under 127 elements) as one byte, inline
+            lines += [f"if {var} is not None and len({var}) < 127:",
+                      f"    out.append(len({var}) + 1)",
+                      "else:",
+                      f"    wr_count(out, {var}, True, {self.nullable})"]
+        else:
+            lines.append(f"wr_count(out, {var}, False, {self.nullable})")
+        lines.append(f"for {var}_v in {var} or ():")
+        lines += ["    " + line for line in self.element.gen_build(f"{var}_v", code)]
         return lines
 
 

@@ -261,7 +261,7 @@ class KStruct(KConstruct):
             if not self.tagged:
                 lines.append("    out.append(0)")
             else:
-                lines.append("    _tags = []")
+                lines.append("    _tags = None")  # a list only once a tagged field is present
                 for slot in self.tagged:
                     var = f"_t{code.allocateId()}"
                     lines.append(f"    {var} = g({slot.field.name!r}, MISSING)")
@@ -269,14 +269,19 @@ class KStruct(KConstruct):
                     lines.append("        _outer = out")
                     lines.append("        out = Writer()")
                     lines += ["        " + s for s in slot.con.gen_build(var, code)]
+                    lines.append("        if _tags is None:")
+                    lines.append("            _tags = []")
                     lines.append(f"        _tags.append(({slot.field.tag}, out))")
                     lines.append("        out = _outer")
                 lines += [
-                    "    wr_uvarint(out, len(_tags))",
-                    "    for _tag, _data in _tags:",
-                    "        wr_uvarint(out, _tag)",
-                    "        wr_uvarint(out, len(_data))",
-                    "        out += _data",
+                    "    if _tags is None:",
+                    "        out.append(0)",
+                    "    else:",
+                    "        wr_uvarint(out, len(_tags))",
+                    "        for _tag, _data in _tags:",
+                    "            wr_uvarint(out, _tag)",
+                    "            wr_uvarint(out, len(_data))",
+                    "            out += _data",
                 ]
         lines.append("    return obj")
         return "\n".join(lines) + "\n"

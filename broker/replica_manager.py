@@ -507,7 +507,7 @@ class ReplicaManager:
                                          level=compression_level(config, target_codec(config.compression_type)))
             check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
             try:
-                result = plog.append(batch, verification=guard)
+                result = plog.append(batch, verification=guard, header=header if batch is records else None)
             except InvalidTimestampError as exc:
                 raise with_timestamp_errors(exc, batch, config, plog.clock(), max_decompressed_size=inflate) from None
         except LogError as exc:

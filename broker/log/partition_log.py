@@ -532,12 +532,13 @@ class PartitionLog:
 
     # ================================================================ append
     def append(self, batch: bytes | bytearray | memoryview, *, coordinator: bool = False,
-               verification: VerificationGuard | None = None) -> AppendResult:
+               verification: VerificationGuard | None = None, header: BatchHeader | None = None) -> AppendResult:
         """Validate, stamp and write one client (or, with ``coordinator``, coordinator) record batch.
 
         A transactional batch that would open its producer's transaction here needs ``verification``,
         the guard of a successful check with the transaction coordinator (coordinator writes are
-        checked by their coordinator and carry no sequence numbers).
+        checked by their coordinator and carry no sequence numbers).  ``header``: the batch's header
+        when the caller has parsed it already (of these very bytes).
         Raises ``CorruptMessageError``, ``InvalidRecordError``, ``MessageTooLargeError``,
         ``InvalidTimestampError``, ``OutOfOrderSequenceError``, ``InvalidProducerEpochError``,
         ``InvalidTxnStateError``; nothing is written when it raises.  A bytearray or writable
@@ -554,10 +555,12 @@ class PartitionLog:
             raise CorruptMessageError(f"batch of {n} bytes is shorter than a batch header")
         if buf[16] != 2:
             raise InvalidRecordError(f"record batch magic {buf[16]} is not 2")
-        try:
-            h = parse_batch_header(buf, 0)
-        except CorruptRecordError as e:
-            raise CorruptMessageError(str(e)) from None
+        if header is None:
+            try:
+                header = parse_batch_header(buf, 0)
+            except CorruptRecordError as e:
+                raise CorruptMessageError(str(e)) from None
+        h = header
         size = h.size
         config = self.config
         if size > config.max_message_bytes:

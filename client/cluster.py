@@ -187,6 +187,8 @@ class ClusterMetadata:
     topics: Mapping[str, TopicInfo] = field(default_factory=dict)
     controller_id: int = -1
     cluster_id: str | None = None
+    #: available_partitions by topic, filled as asked (the snapshot itself never changes)
+    _available: dict[str, tuple[int, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def broker(self, node_id: int) -> BrokerInfo | None:
         return self.brokers.get(node_id)
@@ -202,12 +204,17 @@ class ClusterMetadata:
         p = info.partitions.get(partition)
         return p.leader if p is not None and p.leader >= 0 else None
 
-    def available_partitions(self, topic: str) -> list[int]:
-        """Partitions whose leader is a known broker (what the sticky partitioner may use)."""
-        info = self.topics.get(topic)
-        if info is None:
-            return []
-        return sorted(p.partition for p in info.partitions.values() if p.leader in self.brokers)
+    def available_partitions(self, topic: str) -> Sequence[int]:
+        """Partitions whose leader is a known broker (what the sticky partitioner may use), in order.
+        Worked out once per topic of a snapshot: a producer asks for every record."""
+        known = self._available.get(topic)
+        if known is None:
+            info = self.topics.get(topic)
+            if info is None:
+                return ()
+            known = self._available[topic] = tuple(sorted(
+                p.partition for p in info.partitions.values() if p.leader in self.brokers))
+        return known
 
     def topic_id(self, topic: str) -> bytes | None:
         info = self.topics.get(topic)

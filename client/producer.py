@@ -154,7 +154,8 @@ class Producer:
         n = len(tps)
         if partition is None:
             if cfg.partitioner is not None:
-                partition = cfg.partitioner(key, [tp.partition for tp in tps], net.metadata.available_partitions(topic))
+                partition = cfg.partitioner(key, [tp.partition for tp in tps],
+                                             list(net.metadata.available_partitions(topic)))
             else:
                 partition = self._partitioner.partition(topic, key, n, net.metadata.available_partitions(topic))
         if not 0 <= partition < n:

@@ -130,7 +130,8 @@ def test_metadata_accessors() -> None:
     m = _meta({"a": 4})
     assert m.partition_count("a") == 4 and m.partition_count("zz") is None
     assert m.leader_for("a", 1) == 2 and m.leader_for("a", 9) is None
-    assert m.available_partitions("a") == [0, 1, 3]
+    assert list(m.available_partitions("a")) == [0, 1, 3]
+    assert m.available_partitions("a") is m.available_partitions("a")  # worked out once per snapshot
     assert m.partition_counts() == {"a": 4}
     assert m.broker(2) == BrokerInfo(2, "h", 9093)
 

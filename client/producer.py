@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from client.accumulator import ProducerBatch, RecordAccumulator, estimate_size
+from client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, estimate_size
 from client.config import ProducerConfig, build_config
 from client.errors import (
     IllegalStateError,
@@ -138,15 +138,21 @@ class Producer:
             key = cfg.key_serializer(key)
         if cfg.value_serializer is not None:
             value = cfg.value_serializer(value)
-        hdrs = [(k, v) for k, v in headers] if headers else None
-        size = estimate_size(key, value, hdrs)
+        if headers:
+            hdrs: list[tuple[str, bytes | None]] | None = [(k, v) for k, v in headers]
+            size = estimate_size(key, value, hdrs)
+        else:
+            hdrs = None
+            size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
         if size > cfg.max_request_size:
             raise RecordTooLargeError(f"record of ~{size} bytes exceeds max_request_size")
         now = net.timers.now_ms()
         acc = self._acc
         if acc.buffered_bytes + size > cfg.buffer_memory:
             await self._wait_for_space(size, now + cfg.max_block_ms)
-        tps = self._topic_partitions(topic)
+        tps = self._tps.get(topic) if net.metadata is self._tps_metadata else None
+        if tps is None:
+            tps = self._topic_partitions(topic)
         if tps is None:
             remaining = max(1, int(now + cfg.max_block_ms - net.timers.now_ms()))
             await net.wait_for_partitions(topic, min(remaining, cfg.request_timeout_ms))

@@ -1,5 +1,8 @@
 """Produce/consume throughput of kbroker's client vs aiokafka, kafka-python and confluent-kafka.
 
+A third case, ``keyed``, produces 100 B values under 1,000 distinct 36-byte keys (UUIDs) to a
+10-partition topic with each client's default partitioner (murmur2 of the key, as Java's).
+
 All clients run against the same broker in one run — ``python -m broker`` as a separate process
 (:class:`broker.harness.BrokerProcess`), so the broker's own work does not share the clients'
 interpreter; records/s and MB/s for 100 B and 1 KB values, then ratios relative to our client.
@@ -16,13 +19,15 @@ import argparse
 import asyncio
 import contextlib
 import os
+import random
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 
 from broker import BrokerConfig, BrokerThread
 from broker.harness import BrokerProcess
-from client import Consumer, Producer, TopicPartition
+from client import Admin, Consumer, Producer, TopicPartition
 
 
 def _ours_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
@@ -31,6 +36,72 @@ def _ours_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
             for _ in range(n):
                 await p.enqueue(topic, value=payload, partition=0)
             await p.flush()
+
+    asyncio.run(run())
+
+
+def _ours_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
+    async def run() -> None:
+        async with Producer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1) as p:
+            for i in range(n):
+                await p.enqueue(topic, value=payload, key=keys[i % len(keys)])
+            await p.flush()
+
+    asyncio.run(run())
+
+
+def _aiokafka_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bs, linger_ms=5, max_batch_size=256 * 1024, acks=1)
+        await p.start()
+        try:
+            for i in range(n):
+                await p.send(topic, value=payload, key=keys[i % len(keys)])
+            await p.flush()
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+
+
+def _kafka_python_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1)
+    for i in range(n):
+        p.send(topic, value=payload, key=keys[i % len(keys)])
+    p.flush()
+    p.close()
+
+
+def _confluent_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
+    from confluent_kafka import Producer as CKProducer
+
+    p = CKProducer({"bootstrap.servers": bs, "linger.ms": 5, "acks": 1, "partitioner": "murmur2_random"})
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value=payload, key=keys[i % len(keys)])
+                break
+            except BufferError:
+                p.poll(0.01)
+    p.flush(60)
+
+
+KEYED: dict[str, Callable[..., None]] = {
+    "kbroker": _ours_produce_keyed,
+    "aiokafka": _aiokafka_produce_keyed,
+    "kafka-python": _kafka_python_produce_keyed,
+    "confluent-kafka": _confluent_produce_keyed,
+}
+
+
+def _create_topics(bs: str, topics: dict[str, int]) -> None:
+    async def run() -> None:
+        async with Admin(bootstrap_servers=bs) as admin:
+            await admin.create_topics(topics)
 
     asyncio.run(run())
 
@@ -170,12 +241,24 @@ def main() -> None:
                 results[(name, size, "consume")] = n / (t2 - t1)
                 print(f"{name:16s} {size:5d} B  produce {n / (t1 - t0):10.0f} rec/s {n * size / (t1 - t0) / 1e6:7.1f} MB/s"
                       f"   consume {n / (t2 - t1):10.0f} rec/s {n * size / (t2 - t1) / 1e6:7.1f} MB/s", flush=True)
+        keys = [str(uuid.UUID(int=random.Random(7).getrandbits(128) + i)).encode() for i in range(1000)]
+        _create_topics(bs, {f"bench-keyed-{name}": 10 for name in KEYED})
+        for name, produce_keyed in KEYED.items():
+            n = args.records
+            t0 = time.perf_counter()
+            produce_keyed(bs, f"bench-keyed-{name}", n, b"x" * 100, keys)
+            t1 = time.perf_counter()
+            results[(name, 100, "keyed")] = n / (t1 - t0)
+            print(f"{name:16s}   100 B  keyed produce (10 partitions) {n / (t1 - t0):10.0f} rec/s", flush=True)
     print("\nratio kbroker / other (>1 means kbroker is faster)")
     for size in (100, 1024):
         for op in ("produce", "consume"):
             ours = results[("kbroker", size, op)]
             cells = "  ".join(f"{name} {ours / results[(name, size, op)]:5.2f}" for name in CLIENTS if name != "kbroker")
             print(f"{size:5d} B {op:8s} {cells}")
+    ours = results[("kbroker", 100, "keyed")]
+    cells = "  ".join(f"{name} {ours / results[(name, 100, 'keyed')]:5.2f}" for name in KEYED if name != "kbroker")
+    print(f"  100 B keyed    {cells}")
 
 
 if __name__ == "__main__":

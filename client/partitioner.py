@@ -1,7 +1,8 @@
 """Producer partitioning compatible with the Java client.
 
 * :func:`murmur2` is Kafka's ``Utils.murmur2`` (MurmurHash2, seed ``0x9747b28c``) returning the
-  same signed 32-bit value Java returns;
+  same signed 32-bit value Java returns — compiled (``protocol._crecords.murmur2``) when the
+  record codec was built, else :func:`py_murmur2`;
 * keyed records go to ``to_positive(murmur2(key)) % num_partitions``, so the same key lands on the
   same partition as with the Java client, librdkafka's ``murmur2_random`` and kafka-python;
 * records without a key use the sticky partitioner of KIP-480: one partition per topic until the
@@ -14,17 +15,17 @@ Pure: no I/O; randomness comes from an injectable :class:`random.Random`.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-__all__ = ["DefaultPartitioner", "murmur2", "partition_for_key", "to_positive"]
+__all__ = ["DefaultPartitioner", "murmur2", "partition_for_key", "py_murmur2", "to_positive"]
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK = 0xFFFFFFFF
 
 
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2``: MurmurHash2 of ``data`` as a signed 32-bit int."""
+def py_murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2``: MurmurHash2 of ``data`` as a signed 32-bit int (pure Python)."""
     length = len(data)
     h = (_SEED ^ length) & _MASK
     tail = length & ~3
@@ -46,6 +47,13 @@ def murmur2(data: bytes) -> int:
     h = (h * _M) & _MASK
     h ^= h >> 15
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+murmur2: Callable[[bytes], int]
+try:
+    from protocol._crecords import murmur2  # the compiled twin (built at install time)
+except ImportError:
+    murmur2 = py_murmur2
 
 
 def to_positive(n: int) -> int:

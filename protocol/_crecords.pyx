@@ -8,7 +8,9 @@ results and errors (``tests/protocol/test_compiled_records.py`` holds them to th
 * :func:`decode_rows` — the records of one (decompressed) batch body as rows of a tuple type;
 * :class:`ColumnBuilder` — the same records appended to column buffers (Arrow layout: offsets,
   validity bitmaps, data), for readers that want columns rather than objects;
-* :func:`encode_records` — the records section of a batch being built.
+* :func:`encode_records` — the records section of a batch being built;
+* :func:`murmur2` — Kafka's ``Utils.murmur2``, the key hash of the default partitioner (its twin
+  is ``client.partitioner.py_murmur2``; ``tests/client/test_partitioner.py`` holds them to that).
 
 Every length and count read from the input is checked against the bytes present before it is
 used; malformed input raises ``CorruptRecordError`` (the exception class is passed in, so this
@@ -23,7 +25,7 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int32_t, int64_t, uint64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uint8_t
 from libc.string cimport memcpy
 
 
@@ -473,3 +475,41 @@ def encode_records(records, int64_t base_timestamp, int64_t now_ms, bytearray ou
                     dst += len(hv)
         i += 1
     return max_ts
+
+
+def murmur2(data):
+    """Kafka's ``Utils.murmur2`` (MurmurHash2, seed 0x9747b28c) of a bytes-like ``data``, as the
+    signed 32-bit int Java returns."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    cdef const uint8_t* p = <const uint8_t*> view.buf
+    cdef Py_ssize_t length = view.len
+    cdef Py_ssize_t tail = length & ~3
+    cdef Py_ssize_t i = 0
+    cdef uint32_t m = 0x5BD1E995
+    cdef uint32_t h = (<uint32_t> 0x9747B28C) ^ (<uint32_t> length)
+    cdef uint32_t k
+    cdef Py_ssize_t rest = length & 3
+    try:
+        while i < tail:
+            k = (<uint32_t> p[i]) | ((<uint32_t> p[i + 1]) << 8) | ((<uint32_t> p[i + 2]) << 16) \
+                | ((<uint32_t> p[i + 3]) << 24)
+            k *= m
+            k ^= k >> 24
+            k *= m
+            h *= m
+            h ^= k
+            i += 4
+        if rest == 3:
+            h ^= (<uint32_t> p[tail + 2]) << 16
+        if rest >= 2:
+            h ^= (<uint32_t> p[tail + 1]) << 8
+        if rest >= 1:
+            h ^= <uint32_t> p[tail]
+            h *= m
+        h ^= h >> 13
+        h *= m
+        h ^= h >> 15
+    finally:
+        PyBuffer_Release(&view)
+    return <int32_t> h

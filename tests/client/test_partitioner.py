@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import DefaultPartitioner as KPDefaultPartitioner
 from kafka.partitioner.default import murmur2 as kp_murmur2
+from peers import peer_missing
 
-from client.partitioner import DefaultPartitioner, murmur2, partition_for_key, to_positive
+from client.partitioner import DefaultPartitioner, murmur2, partition_for_key, py_murmur2, to_positive
+
+
+@pytest.fixture(params=["python", "compiled"])
+def hash_fn(request: pytest.FixtureRequest) -> Any:
+    """Each implementation of murmur2: the pure-Python one and the compiled one."""
+    if request.param == "python":
+        return py_murmur2
+    try:
+        from protocol._crecords import murmur2 as compiled
+    except ImportError:
+        peer_missing("the compiled record codec is not built (pip install -e . builds it with Cython)")
+    return compiled
 
 JAVA_VECTORS = {
     b"21": -973932308,
@@ -23,14 +37,35 @@ JAVA_VECTORS = {
 
 
 @pytest.mark.parametrize("data,expected", JAVA_VECTORS.items())
-def test_murmur2_matches_kafka_utils_test(data: bytes, expected: int) -> None:
-    assert murmur2(data) == expected
+def test_murmur2_matches_kafka_utils_test(hash_fn: Any, data: bytes, expected: int) -> None:
+    assert hash_fn(data) == expected
 
 
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=64))
-def test_murmur2_matches_kafka_python(data: bytes) -> None:
-    assert murmur2(data) & 0xFFFFFFFF == kp_murmur2(data)
-    assert -(2**31) <= murmur2(data) < 2**31
+def test_murmur2_matches_kafka_python(hash_fn: Any, data: bytes) -> None:
+    assert hash_fn(data) & 0xFFFFFFFF == kp_murmur2(data)
+    assert -(2**31) <= hash_fn(data) < 2**31
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=200))
+def test_compiled_murmur2_is_its_pure_python_twin(data: bytes) -> None:
+    try:
+        from protocol._crecords import murmur2 as compiled
+    except ImportError:
+        peer_missing("the compiled record codec is not built (pip install -e . builds it with Cython)")
+    assert compiled(data) == py_murmur2(data)
+    assert compiled(bytearray(data)) == compiled(memoryview(data)) == compiled(data)
+
+
+def test_the_partitioner_uses_the_compiled_hash_when_built() -> None:
+    try:
+        from protocol._crecords import murmur2 as compiled
+    except ImportError:
+        assert murmur2 is py_murmur2
+    else:
+        assert murmur2 is compiled
 
 
 def test_to_positive_is_sign_bit_mask_not_abs() -> None:

@@ -56,6 +56,8 @@ _LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS = int(ApiKey.LIST_GROUPS), int(Ap
 _CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
 _MULTI_GROUP = frozenset({_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS, _CONSUMER_GROUP_DESCRIBE,
                           int(ApiKey.OFFSET_FETCH)})
+#: group placements remembered at most (a broker with more groups than this works some out again)
+_PLACEMENTS_REMEMBERED = 65_536
 _MEMBERSHIP = frozenset({int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)})
 
 
@@ -89,6 +91,10 @@ class GroupService:
         self._topics = topics
         self._generations: dict[str, tuple[int, str, float]] = {}
         self._warned_partitions = False
+        #: group id -> its partition, for the partition count in ``_placed_over`` (None: work it out
+        #: again; every metadata change of topics forgets it)
+        self._placement: dict[str, int] = {}
+        self._placed_over: int | None = None
         #: checks transactional offset commits with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
         self.runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
@@ -120,7 +126,18 @@ class GroupService:
         return count
 
     def partition_for(self, group_id: str) -> int:
-        return coordinator_partition(group_id, self.num_partitions)
+        """The ``__consumer_offsets`` partition of ``group_id`` (remembered: every group request asks)."""
+        partition = self._placement.get(group_id)
+        if partition is not None and self._placed_over is not None:
+            return partition
+        count = self._placed_over
+        if count is None:
+            count = self._placed_over = self.num_partitions
+            self._placement.clear()
+        if len(self._placement) >= _PLACEMENTS_REMEMBERED:
+            self._placement.clear()
+        partition = self._placement[group_id] = coordinator_partition(group_id, count)
+        return partition
 
     def _group_config(self) -> GroupConfig:
         c = self.broker_config
@@ -278,6 +295,7 @@ class GroupService:
         """Topics created, deleted or grown: consumer groups refresh their subscriptions (new targets)."""
         if not (delta.full or delta.topics_created or delta.topics_deleted or delta.topics_changed):
             return
+        self._placed_over = None  # the offsets topic may have come, gone or grown
         for shard in list(self.shards.values()):
             if shard.coordinator is not None and not shard.loading:
                 self.runtime.apply(shard, shard.coordinator.metadata_changed(now_ms()))

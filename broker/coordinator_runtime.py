@@ -278,7 +278,7 @@ class CoordinatorRuntime(Generic[C]):
         finally:
             body = direct.pop(token)
         if body is not _NO_REPLY:
-            return on_error(body.code) if type(body) is _Failed else body
+            return body  # only parked requests (futures) are ever answered _Failed
         if self.shards.get(shard.partition) is not shard or self._closed:
             return on_error(E.NOT_COORDINATOR)  # unloaded while the call ran
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

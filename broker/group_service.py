@@ -91,8 +91,7 @@ class GroupService:
         self._topics = topics
         self._generations: dict[str, tuple[int, str, float]] = {}
         self._warned_partitions = False
-        #: group id -> its partition, for the partition count in ``_placed_over`` (None: work it out
-        #: again; every metadata change of topics forgets it)
+        #: group id -> its partition over ``_placed_over`` partitions; both forgotten when topics change
         self._placement: dict[str, int] = {}
         self._placed_over: int | None = None
         #: checks transactional offset commits with their transaction coordinator (set by the composition root)
@@ -128,12 +127,11 @@ class GroupService:
     def partition_for(self, group_id: str) -> int:
         """The ``__consumer_offsets`` partition of ``group_id`` (remembered: every group request asks)."""
         partition = self._placement.get(group_id)
-        if partition is not None and self._placed_over is not None:
+        if partition is not None:
             return partition
         count = self._placed_over
         if count is None:
             count = self._placed_over = self.num_partitions
-            self._placement.clear()
         if len(self._placement) >= _PLACEMENTS_REMEMBERED:
             self._placement.clear()
         partition = self._placement[group_id] = coordinator_partition(group_id, count)
@@ -295,7 +293,8 @@ class GroupService:
         """Topics created, deleted or grown: consumer groups refresh their subscriptions (new targets)."""
         if not (delta.full or delta.topics_created or delta.topics_deleted or delta.topics_changed):
             return
-        self._placed_over = None  # the offsets topic may have come, gone or grown
+        self._placement.clear()  # the offsets topic may have come, gone or grown
+        self._placed_over = None
         for shard in list(self.shards.values()):
             if shard.coordinator is not None and not shard.loading:
                 self.runtime.apply(shard, shard.coordinator.metadata_changed(now_ms()))

@@ -150,9 +150,7 @@ class Producer:
         acc = self._acc
         if acc.buffered_bytes + size > cfg.buffer_memory:
             await self._wait_for_space(size, now + cfg.max_block_ms)
-        tps = self._tps.get(topic) if net.metadata is self._tps_metadata else None
-        if tps is None:
-            tps = self._topic_partitions(topic)
+        tps = self._topic_partitions(topic)
         if tps is None:
             remaining = max(1, int(now + cfg.max_block_ms - net.timers.now_ms()))
             await net.wait_for_partitions(topic, min(remaining, cfg.request_timeout_ms))

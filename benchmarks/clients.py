@@ -18,84 +18,35 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import os
 import random
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from broker import BrokerConfig, BrokerThread
 from broker.harness import BrokerProcess
 from client import Admin, Consumer, Producer, TopicPartition
 
 
-def _ours_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+def _keys(n: int, keys: list[bytes] | None) -> Iterable[bytes | None]:
+    """The key of each of ``n`` records: none (sent to partition 0), or ``keys`` in turn (partitioned
+    by the client's default partitioner)."""
+    return itertools.repeat(None, n) if keys is None else (keys[i % len(keys)] for i in range(n))
+
+
+def _ours_produce(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes] | None = None) -> None:
+    partition = 0 if keys is None else None
+
     async def run() -> None:
         async with Producer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1) as p:
-            for _ in range(n):
-                await p.enqueue(topic, value=payload, partition=0)
+            for key in _keys(n, keys):
+                await p.enqueue(topic, value=payload, key=key, partition=partition)
             await p.flush()
 
     asyncio.run(run())
-
-
-def _ours_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
-    async def run() -> None:
-        async with Producer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1) as p:
-            for i in range(n):
-                await p.enqueue(topic, value=payload, key=keys[i % len(keys)])
-            await p.flush()
-
-    asyncio.run(run())
-
-
-def _aiokafka_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
-    from aiokafka import AIOKafkaProducer
-
-    async def run() -> None:
-        p = AIOKafkaProducer(bootstrap_servers=bs, linger_ms=5, max_batch_size=256 * 1024, acks=1)
-        await p.start()
-        try:
-            for i in range(n):
-                await p.send(topic, value=payload, key=keys[i % len(keys)])
-            await p.flush()
-        finally:
-            await p.stop()
-
-    asyncio.run(run())
-
-
-def _kafka_python_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
-    from kafka import KafkaProducer
-
-    p = KafkaProducer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1)
-    for i in range(n):
-        p.send(topic, value=payload, key=keys[i % len(keys)])
-    p.flush()
-    p.close()
-
-
-def _confluent_produce_keyed(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes]) -> None:
-    from confluent_kafka import Producer as CKProducer
-
-    p = CKProducer({"bootstrap.servers": bs, "linger.ms": 5, "acks": 1, "partitioner": "murmur2_random"})
-    for i in range(n):
-        while True:
-            try:
-                p.produce(topic, value=payload, key=keys[i % len(keys)])
-                break
-            except BufferError:
-                p.poll(0.01)
-    p.flush(60)
-
-
-KEYED: dict[str, Callable[..., None]] = {
-    "kbroker": _ours_produce_keyed,
-    "aiokafka": _aiokafka_produce_keyed,
-    "kafka-python": _kafka_python_produce_keyed,
-    "confluent-kafka": _confluent_produce_keyed,
-}
 
 
 def _create_topics(bs: str, topics: dict[str, int]) -> None:
@@ -118,15 +69,17 @@ def _ours_consume(bs: str, topic: str, n: int) -> None:
     asyncio.run(run())
 
 
-def _aiokafka_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+def _aiokafka_produce(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes] | None = None) -> None:
     from aiokafka import AIOKafkaProducer
+
+    partition = 0 if keys is None else None
 
     async def run() -> None:
         p = AIOKafkaProducer(bootstrap_servers=bs, linger_ms=5, max_batch_size=256 * 1024, acks=1)
         await p.start()
         try:
-            for _ in range(n):
-                await p.send(topic, value=payload, partition=0)
+            for key in _keys(n, keys):
+                await p.send(topic, value=payload, key=key, partition=partition)
             await p.flush()
         finally:
             await p.stop()
@@ -153,12 +106,13 @@ def _aiokafka_consume(bs: str, topic: str, n: int) -> None:
     asyncio.run(run())
 
 
-def _kafka_python_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+def _kafka_python_produce(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes] | None = None) -> None:
     from kafka import KafkaProducer
 
+    partition = 0 if keys is None else None
     p = KafkaProducer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024, acks=1)
-    for _ in range(n):
-        p.send(topic, value=payload, partition=0)
+    for key in _keys(n, keys):
+        p.send(topic, value=payload, key=key, partition=partition)
     p.flush()
     p.close()
 
@@ -176,14 +130,15 @@ def _kafka_python_consume(bs: str, topic: str, n: int) -> None:
     c.close()
 
 
-def _confluent_produce(bs: str, topic: str, n: int, payload: bytes) -> None:
+def _confluent_produce(bs: str, topic: str, n: int, payload: bytes, keys: list[bytes] | None = None) -> None:
     from confluent_kafka import Producer as CKProducer
 
-    p = CKProducer({"bootstrap.servers": bs, "linger.ms": 5, "acks": 1})
-    for _ in range(n):
+    where = {"partition": 0} if keys is None else {}  # keyed: librdkafka's partitioner (murmur2_random)
+    p = CKProducer({"bootstrap.servers": bs, "linger.ms": 5, "acks": 1, "partitioner": "murmur2_random"})
+    for key in _keys(n, keys):
         while True:
             try:
-                p.produce(topic, value=payload, partition=0)
+                p.produce(topic, value=payload, key=key, **where)
                 break
             except BufferError:
                 p.poll(0.01)
@@ -242,11 +197,11 @@ def main() -> None:
                 print(f"{name:16s} {size:5d} B  produce {n / (t1 - t0):10.0f} rec/s {n * size / (t1 - t0) / 1e6:7.1f} MB/s"
                       f"   consume {n / (t2 - t1):10.0f} rec/s {n * size / (t2 - t1) / 1e6:7.1f} MB/s", flush=True)
         keys = [str(uuid.UUID(int=random.Random(7).getrandbits(128) + i)).encode() for i in range(1000)]
-        _create_topics(bs, {f"bench-keyed-{name}": 10 for name in KEYED})
-        for name, produce_keyed in KEYED.items():
+        _create_topics(bs, {f"bench-keyed-{name}": 10 for name in CLIENTS})
+        for name, (produce, _) in CLIENTS.items():
             n = args.records
             t0 = time.perf_counter()
-            produce_keyed(bs, f"bench-keyed-{name}", n, b"x" * 100, keys)
+            produce(bs, f"bench-keyed-{name}", n, b"x" * 100, keys)
             t1 = time.perf_counter()
             results[(name, 100, "keyed")] = n / (t1 - t0)
             print(f"{name:16s}   100 B  keyed produce (10 partitions) {n / (t1 - t0):10.0f} rec/s", flush=True)
@@ -257,7 +212,7 @@ def main() -> None:
             cells = "  ".join(f"{name} {ours / results[(name, size, op)]:5.2f}" for name in CLIENTS if name != "kbroker")
             print(f"{size:5d} B {op:8s} {cells}")
     ours = results[("kbroker", 100, "keyed")]
-    cells = "  ".join(f"{name} {ours / results[(name, 100, 'keyed')]:5.2f}" for name in KEYED if name != "kbroker")
+    cells = "  ".join(f"{name} {ours / results[(name, 100, 'keyed')]:5.2f}" for name in CLIENTS if name != "kbroker")
     print(f"  100 B keyed    {cells}")
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from protocol.errors import ProtocolError, UnsupportedVersionError
 from protocol.primitives import ExternalBytes, Obj, Writer
-from protocol.schema import DECODE_ERRORS, Message
+from protocol.schema import Message
 from protocol.schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -287,7 +287,6 @@ class ServerCodec:
 
     __slots__ = (
         "_flexible_header",
-        "_parse",
         "_request",
         "_response",
         "_response_flexible",
@@ -303,7 +302,6 @@ class ServerCodec:
         self.version = version
         self._flexible_header = request_header_version(api.key, version) == 2
         self._request = api.request
-        self._parse = api.request.parser(version)
         self._response = api.response
         self._response_flexible = response_header_version(api.key, version) == 1
 
@@ -313,12 +311,7 @@ class ServerCodec:
 
     def decode(self, frame: Any, pos: int) -> Obj:
         """The request body starting at ``pos``; :class:`ProtocolError` when malformed."""
-        try:
-            return self._parse(frame, pos)[0]
-        except ProtocolError:
-            raise
-        except DECODE_ERRORS as exc:
-            raise ProtocolError(f"malformed {self._request.name} v{self.version}: {exc}") from None
+        return self._request.decode_from(self.version, frame, pos)[0]
 
     def encode_response(self, correlation_id: int, body: Any) -> Writer:
         """The response frame (size prefix, header, body), as :func:`encode_response_frame`."""

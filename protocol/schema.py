@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable
 from functools import cache
 from io import BytesIO
 from typing import Any
@@ -386,7 +385,7 @@ class _Reader:
         self.pos = pos
 
 
-DECODE_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError, OverflowError)
+_DECODE_ERRORS = (struct.error, IndexError, UnicodeDecodeError, ValueError, TypeError, OverflowError)
 
 
 class Message:
@@ -434,11 +433,6 @@ class Message:
             self._builders[version] = module.__dict__[bname]
         return parse, self._builders[version]
 
-    def parser(self, version: int) -> Callable[[Any, int], tuple[Obj, int]]:
-        """The compiled parser of ``version``: ``parse(data, pos) -> (message, end)``; it raises the
-        underlying errors (``DECODE_ERRORS``) where :meth:`decode_from` raises ProtocolError."""
-        return self._parsers.get(version) or self._codec(version)[0]
-
     def decode(self, version: int, data: Any, pos: int = 0) -> Obj:
         """Decode one message of ``version`` from ``data`` starting at ``pos``."""
         return self.decode_from(version, data, pos)[0]
@@ -450,7 +444,7 @@ class Message:
             return parse(data, pos)
         except ProtocolError:
             raise
-        except DECODE_ERRORS as exc:
+        except _DECODE_ERRORS as exc:
             raise ProtocolError(f"malformed {self.name} v{version}: {exc}") from None
 
     def encode(self, version: int, obj: Any) -> bytes:

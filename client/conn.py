@@ -80,10 +80,31 @@ class Backoff:
         return now_ms >= self.next_attempt_ms
 
 
+class _Callback:
+    """Stands in for a response future: hands the outcome to a function at once."""
+
+    __slots__ = ("_done", "fn")
+
+    def __init__(self, fn: Callable[[Obj | None, BaseException | None], None]) -> None:
+        self.fn = fn
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, obj: Obj) -> None:
+        self._done = True
+        self.fn(obj, None)
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._done = True
+        self.fn(None, exc)
+
+
 class _Pending:
     __slots__ = ("api_key", "fut", "timer", "version")
 
-    def __init__(self, api_key: int, version: int, fut: asyncio.Future[Obj], timer: Any) -> None:
+    def __init__(self, api_key: int, version: int, fut: asyncio.Future[Obj] | _Callback, timer: Any) -> None:
         self.api_key = api_key
         self.version = version
         self.fut = fut
@@ -241,17 +262,41 @@ class Connection(asyncio.BufferedProtocol):
                 raise exc from None
             if self._closed or self._transport is None:
                 raise self._close_exc or KafkaConnectionError(f"connection to node {self.node_id} closed")
+        if not expect_response:
+            self._write(api_key, body, version, deadline, timeout, None)
+            return Obj()
+        fut: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
+        self._write(api_key, body, version, deadline, timeout, fut)
+        return await fut
+
+    @property
+    def ready(self) -> bool:
+        """Open and not pushing back: ``request_nowait`` may be called."""
+        return not self._closed and self._transport is not None and self._writable.is_set()
+
+    def request_nowait(self, api_key: int, body: dict[str, Any],
+                       on_response: Callable[[Obj | None, BaseException | None], None] | None, *,
+                       version: int | None = None, timeout_ms: int | None = None) -> None:
+        """Write a request now (the connection must be ``ready``); ``on_response(response, None)`` or
+        ``on_response(None, error)`` is called from the receive path itself, without an event-loop
+        turn in between.  ``on_response=None`` expects no response (Produce with acks=0)."""
+        if not self.ready:
+            raise self._close_exc or KafkaConnectionError(f"connection to node {self.node_id} is not ready")
+        timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
+        waiter = None if on_response is None else _Callback(on_response)
+        self._write(api_key, body, version, self.timers.now_ms() + timeout, timeout, waiter)
+
+    def _write(self, api_key: int, body: dict[str, Any], version: int | None, deadline: float, timeout: int,
+               waiter: asyncio.Future[Obj] | _Callback | None) -> None:
         if version is None:
             version = self.version(api_key)
         self._next_cid = cid = (self._next_cid + 1) & 0x7FFFFFFF
         frame = encode_request(api_key, version, cid, self.client_id, body)
+        assert self._transport is not None
         self._transport.write(frame)
-        if not expect_response:
-            return Obj()
-        fut: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
-        timer = self.timers.call_at_ms(deadline, lambda: self._timed_out(cid, timeout))
-        self._in_flight[cid] = _Pending(api_key, version, fut, timer)
-        return await fut
+        if waiter is not None:
+            timer = self.timers.call_at_ms(deadline, lambda: self._timed_out(cid, timeout))
+            self._in_flight[cid] = _Pending(api_key, version, waiter, timer)
 
     def _timed_out(self, cid: int, timeout_ms: int) -> None:
         p = self._in_flight.get(cid)

@@ -128,6 +128,11 @@ class NetworkClient:
         conn = self._conns.get((node_id, kind))
         return conn if conn is not None and not conn.closed else None
 
+    def ready_connection(self, node_id: int, kind: str = "normal") -> Connection | None:
+        """The open connection to ``node_id`` if a request can be written to it now, else None."""
+        conn = self._conns.get((node_id, kind))
+        return conn if conn is not None and conn.ready else None
+
     async def connection(self, node_id: int, kind: str = "normal") -> Connection:
         key = (node_id, kind)
         conn = self._conns.get(key)

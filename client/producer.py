@@ -17,6 +17,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, estimate_size
@@ -49,7 +50,8 @@ class Producer:
         self._timers: WheelTimer | None = None
         self._acc = RecordAccumulator(self.config.batch_size, self.config.linger_ms)
         self._partitioner = DefaultPartitioner()
-        self._wake = asyncio.Event()
+        #: the sender's wake-up: a future it waits on (with its linger / retry deadline as a timer)
+        self._wakeup: asyncio.Future[None] | None = None
         self._space = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
         self._inflight_tasks: set[asyncio.Task[None]] = set()
@@ -172,12 +174,17 @@ class Producer:
         self._outstanding += 1
         if full and key is None and cfg.partitioner is None:
             self._partitioner.on_new_batch(topic, partition, n, net.metadata.available_partitions(topic))
-        if full or first or cfg.linger_ms == 0:
-            self._wake.set()
-            if full:
-                # let the sender take the full batch now: a caller enqueueing in a loop never yields
-                # otherwise, and records would pile up to buffer_memory before any is sent
-                await asyncio.sleep(0)
+        if full:
+            # Send the full batch now and let the responses that came meanwhile be handled: a caller
+            # enqueueing in a loop never yields otherwise, and records would pile up to
+            # buffer_memory before any is sent.  Two turns: in the first the loop polls the sockets
+            # and queues their callbacks behind this task; the second lets them run (a response
+            # completes its batch and writes the partition's next one) before this task goes on.
+            self._send_ready()
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+        elif first or cfg.linger_ms == 0:
+            self._kick()
         return fut
 
     def _topic_partitions(self, topic: str) -> list[TopicPartition] | None:
@@ -199,7 +206,7 @@ class Producer:
         assert self._net is not None
         while self._acc.buffered_bytes + size > self.config.buffer_memory:
             self._space.clear()
-            self._wake.set()
+            self._kick()
             remaining = deadline - self._net.timers.now_ms()
             try:
                 await asyncio.wait_for(self._space.wait(), max(remaining, 0) / 1000)
@@ -212,7 +219,7 @@ class Producer:
         if not self._outstanding:
             return
         self._acc.flushing += 1
-        self._wake.set()
+        self._kick()
         try:
             self._idle.clear()
             await asyncio.wait_for(self._idle.wait(), timeout_s)
@@ -232,15 +239,25 @@ class Producer:
             self._net.request_metadata_update()
         return leader
 
-    async def _run_sender(self) -> None:
+    def _kick(self) -> None:
+        """Wake the sender (a new batch to time, a flush, a retry, a request done)."""
+        w = self._wakeup
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def _send_ready(self) -> None:
+        """Fail expired batches and start a Produce per leader for every batch that can go now.
+
+        Called by the sender, by ``enqueue`` when a batch fills and when a request completes, so
+        the next batch of a partition leaves without waiting for the sender task's turn."""
         net = self._net
         assert net is not None
-        max_inflight = self.config.max_in_flight_requests_per_connection
-        while True:
-            now = net.timers.now_ms()
-            for batch in self._acc.expire(now, self.config.delivery_timeout_ms):
-                self._fail(batch, KafkaTimeoutError(f"batch for {batch.tp} expired before it was sent"))
-            ready = self._acc.ready(now, self._leader)
+        now = net.timers.now_ms()
+        for batch in self._acc.expire(now, self.config.delivery_timeout_ms):
+            self._fail(batch, KafkaTimeoutError(f"batch for {batch.tp} expired before it was sent"))
+        ready = self._acc.ready(now, self._leader)
+        if ready:
+            max_inflight = self.config.max_in_flight_requests_per_connection
             for node, batches in ready.items():
                 if self._node_inflight.get(node, 0) >= max_inflight:
                     for b in batches:
@@ -248,75 +265,131 @@ class Producer:
                         self._acc.requeue(b, 0)
                     continue
                 self._node_inflight[node] = self._node_inflight.get(node, 0) + 1
-                task = asyncio.get_running_loop().create_task(self._produce(node, batches))
-                self._inflight_tasks.add(task)
-                task.add_done_callback(self._inflight_tasks.discard)
-            if self._acc.buffered_bytes < self.config.buffer_memory:
-                self._space.set()
-            self._wake.clear()
+                self._start_produce(node, batches)
+        if self._acc.buffered_bytes < self.config.buffer_memory:
+            self._space.set()
+
+    async def _run_sender(self) -> None:
+        net = self._net
+        assert net is not None
+        loop = self._loop
+        while True:
+            self._send_ready()
             deadline = self._acc.next_deadline()
             timeout = None if deadline is None else max(0.0, (deadline - net.timers.now_ms()) / 1000)
             if self._acc.flushing and self._acc.has_unsent():
                 timeout = min(timeout or 0.005, 0.005)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            self._wakeup = wakeup = loop.create_future()
+            timer = None if timeout is None else loop.call_later(timeout, _resolve, wakeup)
+            try:
+                await wakeup
+            finally:
+                self._wakeup = None
+                if timer is not None:
+                    timer.cancel()
 
-    async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
+    def _start_produce(self, node: int, batches: list[ProducerBatch]) -> None:
+        """Send one Produce of ``batches`` to ``node``: written at once when the connection is open
+        and writable (the response is handled in its receive callback), else by a task that
+        connects or waits for the connection to drain first."""
         net = self._net
         assert net is not None
-        cfg = self.config
+        acks = self.config.acks
         try:
-            topic_data: dict[str, list[dict[str, Any]]] = {}
-            for b in batches:
-                seq = -1
-                if self._producer_id >= 0:
-                    if b.encoded is None:
-                        seq = self._sequences.get(b.tp, 0)
-                        self._sequences[b.tp] = (seq + len(b)) & 0x7FFFFFFF
-                    else:
-                        seq = b.base_sequence
-                data = b.encode(cfg.compression, self._producer_id, self._producer_epoch, seq)
-                topic_data.setdefault(b.tp.topic, []).append({"index": b.tp.partition, "records": data})
-                b.attempts += 1
-            body = {"transactional_id": None, "acks": cfg.acks, "timeout_ms": cfg.request_timeout_ms,
-                    "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
-            try:
-                resp = await net.send(node, ApiKey.PRODUCE, body, expect_response=cfg.acks != 0)
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                for b in batches:
-                    self._retry_or_fail(b, exc)
-                net.request_metadata_update()
-                return
-            except KafkaError as exc:
-                for b in batches:
-                    self._fail(b, exc)
-                return
-            if cfg.acks == 0:
+            body = self._produce_body(batches)
+        except Exception as exc:
+            self._produced(node, batches, None, exc)
+            return
+        conn = net.ready_connection(node)
+        if conn is None:
+            task = self._loop.create_task(self._produce_later(node, batches, body))
+            self._inflight_tasks.add(task)
+            task.add_done_callback(self._inflight_tasks.discard)
+            return
+        try:
+            conn.request_nowait(ApiKey.PRODUCE, body, partial(self._produced, node, batches) if acks else None)
+        except Exception as exc:
+            self._produced(node, batches, None, exc)
+            return
+        if not acks:
+            self._produced(node, batches, None, None)
+
+    async def _produce_later(self, node: int, batches: list[ProducerBatch], body: dict[str, Any]) -> None:
+        net = self._net
+        assert net is not None
+        acks = self.config.acks
+        try:
+            resp = await net.send(node, ApiKey.PRODUCE, body, expect_response=acks != 0)
+        except Exception as exc:
+            self._produced(node, batches, None, exc)
+            return
+        self._produced(node, batches, resp if acks else None, None)
+
+    def _produce_body(self, batches: list[ProducerBatch]) -> dict[str, Any]:
+        cfg = self.config
+        topic_data: dict[str, list[dict[str, Any]]] = {}
+        for b in batches:
+            seq = -1
+            if self._producer_id >= 0:
+                if b.encoded is None:
+                    seq = self._sequences.get(b.tp, 0)
+                    self._sequences[b.tp] = (seq + len(b)) & 0x7FFFFFFF
+                else:
+                    seq = b.base_sequence
+            data = b.encode(cfg.compression, self._producer_id, self._producer_epoch, seq)
+            topic_data.setdefault(b.tp.topic, []).append({"index": b.tp.partition, "records": data})
+            b.attempts += 1
+        return {"transactional_id": None, "acks": cfg.acks, "timeout_ms": cfg.request_timeout_ms,
+                "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
+
+    def _produced(self, node: int, batches: list[ProducerBatch], resp: Any, exc: BaseException | None) -> None:
+        """A Produce's outcome (``resp`` None with acks=0); then the next ready batches go."""
+        net = self._net
+        assert net is not None
+        try:
+            if exc is not None:
+                if isinstance(exc, (KafkaConnectionError, KafkaTimeoutError)):
+                    for b in batches:
+                        self._retry_or_fail(b, exc)
+                    net.request_metadata_update()
+                elif isinstance(exc, KafkaError):
+                    for b in batches:
+                        self._fail(b, exc)
+                else:
+                    log.error("produce to node %s failed: %r", node, exc)
+                    for b in batches:
+                        self._fail(b, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)))
+            elif resp is None:
                 for b in batches:
                     self._succeed(b, -1, -1)
-                return
-            results = {(t.name, p.index): p for t in resp.responses for p in t.partition_responses}
-            for b in batches:
-                p = results.get(b.tp)
-                if p is None:
-                    self._retry_or_fail(b, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "no partition response"))
-                elif p.error_code == 0 or p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
-                    self._succeed(b, p.base_offset, p.log_append_time_ms)
-                else:
-                    err = KafkaError(p.error_code, p.error_message)
-                    if err.retriable:
-                        net.request_metadata_update()
-                        self._retry_or_fail(b, err)
+            else:
+                results = {(t.name, p.index): p for t in resp.responses for p in t.partition_responses}
+                for b in batches:
+                    p = results.get(b.tp)
+                    if p is None:
+                        self._retry_or_fail(b, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, "no partition response"))
+                    elif p.error_code == 0 or p.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                        self._succeed(b, p.base_offset, p.log_append_time_ms)
                     else:
-                        self._fail(b, err)
+                        err = KafkaError(p.error_code, p.error_message)
+                        if err.retriable:
+                            net.request_metadata_update()
+                            self._retry_or_fail(b, err)
+                        else:
+                            self._fail(b, err)
         except Exception as exc:
-            log.exception("produce to node %s failed", node)
+            log.exception("handling the produce response of node %s failed", node)
             for b in batches:
                 if any(not f.done() for f in b.futures):
                     self._fail(b, KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)))
         finally:
             self._node_inflight[node] -= 1
-            self._wake.set()
+            if not self._closed:
+                try:
+                    self._send_ready()
+                except Exception:
+                    log.exception("sending the next batches failed")
+            self._kick()
 
     def _retry_or_fail(self, batch: ProducerBatch, exc: KafkaError) -> None:
         assert self._net is not None
@@ -353,6 +426,11 @@ class Producer:
         if self._outstanding <= 0:
             self._outstanding = 0
             self._idle.set()
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 async def await_future(fut: asyncio.Future[RecordMetadata]) -> RecordMetadata:

@@ -14,6 +14,7 @@ from typing import Any
 
 from client.types import TopicPartition
 from protocol.records import encode_batch
+from protocol.timer_service import monotonic_ms
 
 RECORD_OVERHEAD = 22
 BATCH_OVERHEAD = 61
@@ -54,7 +55,9 @@ class ProducerBatch:
 
 
 class RecordAccumulator:
-    def __init__(self, batch_size: int, linger_ms: int) -> None:
+    def __init__(self, batch_size: int, linger_ms: int, clock: Callable[[], float] = monotonic_ms) -> None:
+        #: the time a batch opens, when ``append`` is not given ``now_ms``
+        self.clock = clock
         self.batch_size = batch_size
         self.linger_ms = linger_ms
         self.open: dict[TopicPartition, ProducerBatch] = {}
@@ -64,9 +67,11 @@ class RecordAccumulator:
         self.flushing = 0
 
     def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: Any,
-               timestamp_ms: int | None, future: Any, now_ms: float, size: int | None = None) -> tuple[bool, bool]:
-        """Add a record (of ``estimate_size`` ``size``); returns (closed a full batch, opened a new
-        batch): in either case the sender should look again."""
+               timestamp_ms: int | None, future: Any, now_ms: float | None = None,
+               size: int | None = None) -> tuple[bool, bool]:
+        """Add a record (of ``estimate_size`` ``size``) at ``now_ms`` (default: the clock, read only
+        when a batch opens); returns (closed a full batch, opened a new batch): in either case the
+        sender should look again."""
         if size is None:
             size = estimate_size(key, value, headers)
         batch = self.open.get(tp)
@@ -77,7 +82,7 @@ class RecordAccumulator:
             closed = True
         opened = batch is None
         if opened:
-            batch = self.open[tp] = ProducerBatch(tp, now_ms)
+            batch = self.open[tp] = ProducerBatch(tp, now_ms if now_ms is not None else self.clock())
         batch.records.append((key, value, headers, timestamp_ms))
         batch.futures.append(future)
         batch.size += size

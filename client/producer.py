@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from asyncio import Future
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -80,6 +81,7 @@ class Producer:
             return
         self._loop = asyncio.get_running_loop()
         self._timers = WheelTimer()
+        self._acc.clock = self._timers.now_ms
         self._net = NetworkClient(self.config, self._timers, allow_auto_topic_creation=True)
         await self._net.start()
         if self.config.enable_idempotence:
@@ -148,13 +150,16 @@ class Producer:
             size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
         if size > cfg.max_request_size:
             raise RecordTooLargeError(f"record of ~{size} bytes exceeds max_request_size")
-        now = net.timers.now_ms()
         acc = self._acc
+        deadline = None
         if acc.buffered_bytes + size > cfg.buffer_memory:
-            await self._wait_for_space(size, now + cfg.max_block_ms)
+            deadline = net.timers.now_ms() + cfg.max_block_ms
+            await self._wait_for_space(size, deadline)
         tps = self._topic_partitions(topic)
         if tps is None:
-            remaining = max(1, int(now + cfg.max_block_ms - net.timers.now_ms()))
+            if deadline is None:
+                deadline = net.timers.now_ms() + cfg.max_block_ms
+            remaining = max(1, int(deadline - net.timers.now_ms()))
             await net.wait_for_partitions(topic, min(remaining, cfg.request_timeout_ms))
             tps = self._topic_partitions(topic) or []
         n = len(tps)
@@ -169,8 +174,8 @@ class Producer:
         tp = tps[partition]
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        fut: asyncio.Future[RecordMetadata] = self._loop.create_future()
-        full, first = acc.append(tp, key, value, hdrs, timestamp_ms, fut, now, size)
+        fut: asyncio.Future[RecordMetadata] = Future(loop=self._loop)
+        full, first = acc.append(tp, key, value, hdrs, timestamp_ms, fut, size=size)
         self._outstanding += 1
         if full and key is None and cfg.partitioner is None:
             self._partitioner.on_new_batch(topic, partition, n, net.metadata.available_partitions(topic))

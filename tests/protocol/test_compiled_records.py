@@ -11,6 +11,7 @@ subprocess that cannot import the compiled module.
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -316,6 +317,29 @@ def test_a_range_outside_the_buffer_is_refused() -> None:
     for impl in (_compiled().decode_rows, R._py_decode_rows):
         with pytest.raises(ValueError, match="outside"):
             impl(body, 0, len(body) + 1, 1, 0, 0, None, CREATE_TIME, 0, Row, "t", 0, [])
+
+
+def test_the_compiled_rows_decoder_leaves_the_collector_as_it_found_it() -> None:
+    """It pauses the cyclic collector while it makes rows; afterwards (also after corrupt input)
+    the collector is on again, or still off if the caller had turned it off."""
+    decode = _compiled().decode_rows
+    body = _records_section([(b"k", b"v", [("h", b"x")], 1), (None, b"w", None, 2)])
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        out: list[Any] = []
+        decode(body, 0, len(body), 2, 10, 0, None, CREATE_TIME, 0, Row, "t", 0, out)
+        assert [(r.offset, r.key, r.value, r.headers) for r in out] == [(10, b"k", b"v", [("h", b"x")]),
+                                                                       (11, None, b"w", [])]
+        assert gc.isenabled()
+        with pytest.raises(CorruptRecordError):
+            decode(body[:-1], 0, len(body) - 1, 2, 10, 0, None, CREATE_TIME, 0, Row, "t", 0, [])
+        assert gc.isenabled()
+        gc.disable()
+        decode(body, 0, len(body), 2, 10, 0, None, CREATE_TIME, 0, Row, "t", 0, [])
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
 
 
 # ------------------------------------------------------------------------------------- fallback

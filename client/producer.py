@@ -325,6 +325,9 @@ class Producer:
         acks = self.config.acks
         try:
             resp = await net.send(node, ApiKey.PRODUCE, body, expect_response=acks != 0)
+        except asyncio.CancelledError:  # the producer is closing
+            self._produced(node, batches, None, IllegalStateError("producer closed"))
+            raise
         except Exception as exc:
             self._produced(node, batches, None, exc)
             return
@@ -399,7 +402,8 @@ class Producer:
     def _retry_or_fail(self, batch: ProducerBatch, exc: KafkaError) -> None:
         assert self._net is not None
         now = self._net.timers.now_ms()
-        if batch.attempts > self.config.retries or now - batch.created_ms > self.config.delivery_timeout_ms:
+        if (self._closed or batch.attempts > self.config.retries
+                or now - batch.created_ms > self.config.delivery_timeout_ms):
             self._fail(batch, exc)
             return
         self._acc.in_flight.discard(batch.tp)

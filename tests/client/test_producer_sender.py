@@ -15,6 +15,7 @@ import pytest
 
 from broker import BrokerConfig, BrokerThread
 from client import Admin, Consumer, Producer, TopicPartition
+from client.errors import IllegalStateError, KafkaConnectionError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,10 +23,15 @@ STEP_S = 20.0
 
 
 @pytest.fixture(scope="module")
-def bs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerThread]:
     cfg = BrokerConfig(host="127.0.0.1", port=0, data_dir=tmp_path_factory.mktemp("broker"))
     with BrokerThread(cfg) as b:
-        yield b.bootstrap_servers
+        yield b
+
+
+@pytest.fixture(scope="module")
+def bs(broker: BrokerThread) -> str:
+    return broker.bootstrap_servers
 
 
 async def _values(bs: str, topic: str, n: int) -> list[bytes]:
@@ -109,3 +115,25 @@ async def test_a_connection_dropped_under_an_in_flight_batch_is_retried(bs: str)
     # delivered once each and in order: the idempotent retry of the first batch is not duplicated
     assert offsets == list(range(40))
     assert await _values(bs, "sender-drop", 40) == [b"%04d" % i for i in range(40)]
+
+
+async def test_close_settles_every_future_even_with_a_batch_in_flight(broker: BrokerThread) -> None:
+    bs = broker.bootstrap_servers
+    async with Admin(bootstrap_servers=bs) as admin:
+        await admin.create_topics({"sender-close": 1})
+    p = Producer(bootstrap_servers=bs, batch_size=1 << 20, linger_ms=60_000)
+    await p.start()
+    try:
+        await p.partitions_for("sender-close")
+        futures = [await p.enqueue("sender-close", value=b"%04d" % i, partition=0) for i in range(50)]
+        broker.faults.inject("Produce", latency_ms=30_000)  # its answer comes long after the close
+        p._acc.flushing += 1
+        p._send_ready()  # on the wire now; close does not wait for it (timeout 0)
+        p._acc.flushing -= 1
+        futures += [await p.enqueue("sender-close", value=b"late", partition=0) for _ in range(5)]
+    finally:
+        await asyncio.wait_for(p.close(timeout_s=0), STEP_S)
+        broker.faults.clear()
+    # failed because the producer closed, not left pending
+    assert all(f.done() for f in futures)
+    assert all(isinstance(f.exception(), IllegalStateError | KafkaConnectionError) for f in futures)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from asyncio import Future
 from collections.abc import Sequence
 from functools import partial
+from time import time_ns
 from typing import Any
 
 from client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, estimate_size
@@ -173,7 +173,7 @@ class Producer:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has no partition {partition}")
         tp = tps[partition]
         if timestamp_ms is None:
-            timestamp_ms = int(time.time() * 1000)
+            timestamp_ms = time_ns() // 1_000_000
         fut: asyncio.Future[RecordMetadata] = Future(loop=self._loop)
         full, first = acc.append(tp, key, value, hdrs, timestamp_ms, fut, size=size)
         self._outstanding += 1

@@ -28,6 +28,32 @@ def estimate_size(key: bytes | None, value: bytes | None, headers: list[tuple[st
     return size
 
 
+def py_complete_deliveries(futures: list[Any], records: list[Any], row_type: type, topic: str, partition: int,
+                           base_offset: int, step: int, log_append_time: int) -> None:
+    """Resolve each future of an acknowledged batch that is not done yet with
+    ``row_type(topic, partition, offset, timestamp)``: offsets from ``base_offset`` in steps of
+    ``step`` (0 when the broker gave none), the timestamp ``log_append_time`` unless it is -1, else
+    the record's own.  Pure-Python twin of ``protocol._crecords.complete_deliveries``."""
+    if not isinstance(row_type, type) or not issubclass(row_type, tuple):
+        raise TypeError("row_type must be a tuple subclass")
+    if len(records) != len(futures):
+        raise ValueError(f"{len(futures)} futures for {len(records)} records")
+    make = tuple.__new__  # the row without its Python-level __new__, one per record
+    offset = base_offset
+    for fut, rec in zip(futures, records, strict=True):
+        if not fut.done():
+            fut.set_result(make(row_type, (topic, partition, offset, log_append_time if log_append_time != -1
+                                            else rec[3])))
+        offset += step
+
+
+complete_deliveries: Callable[[list[Any], list[Any], type, str, int, int, int, int], None]
+try:
+    from protocol._crecords import complete_deliveries  # the compiled twin (built at install time)
+except ImportError:
+    complete_deliveries = py_complete_deliveries
+
+
 class ProducerBatch:
     __slots__ = ("attempts", "base_sequence", "created_ms", "encoded", "futures", "records", "retry_at_ms",
                  "size", "tp")

@@ -21,7 +21,13 @@ from functools import partial
 from time import time_ns
 from typing import Any
 
-from client.accumulator import RECORD_OVERHEAD, ProducerBatch, RecordAccumulator, estimate_size
+from client.accumulator import (
+    RECORD_OVERHEAD,
+    ProducerBatch,
+    RecordAccumulator,
+    complete_deliveries,
+    estimate_size,
+)
 from client.config import ProducerConfig, build_config
 from client.errors import (
     IllegalStateError,
@@ -412,14 +418,12 @@ class Producer:
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._acc.complete(batch)
         topic, partition = batch.tp
-        make = tuple.__new__  # RecordMetadata without its Python-level __new__, one per record
-        offset = base_offset if base_offset >= 0 else -1
-        step = 1 if base_offset >= 0 else 0
-        for fut, rec in zip(batch.futures, batch.records, strict=True):
-            if not fut.done():
-                ts = log_append_time if log_append_time != -1 else rec[3]
-                fut.set_result(make(RecordMetadata, (topic, partition, offset, ts)))
-            offset += step
+        if base_offset >= 0:
+            complete_deliveries(batch.futures, batch.records, RecordMetadata, topic, partition, base_offset, 1,
+                                log_append_time)
+        else:  # acks=0: no offsets
+            complete_deliveries(batch.futures, batch.records, RecordMetadata, topic, partition, -1, 0,
+                                log_append_time)
         self._completed(len(batch))
 
     def _fail(self, batch: ProducerBatch, exc: BaseException) -> None:

@@ -10,7 +10,9 @@ results and errors (``tests/protocol/test_compiled_records.py`` holds them to th
   validity bitmaps, data), for readers that want columns rather than objects;
 * :func:`encode_records` — the records section of a batch being built;
 * :func:`murmur2` — Kafka's ``Utils.murmur2``, the key hash of the default partitioner (its twin
-  is ``client.partitioner.py_murmur2``; ``tests/client/test_partitioner.py`` holds them to that).
+  is ``client.partitioner.py_murmur2``; ``tests/client/test_partitioner.py`` holds them to that);
+* :func:`complete_deliveries` — the producer's delivery futures of an acknowledged batch (its twin
+  is ``client.accumulator.py_complete_deliveries``; ``tests/client/test_producer_accumulator.py``).
 
 Every length and count read from the input is checked against the bytes present before it is
 used; malformed input raises ``CorruptRecordError`` (the exception class is passed in, so this
@@ -24,12 +26,14 @@ from cpython.list cimport PyList_Append
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.tuple cimport PyTuple_SET_ITEM
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.long cimport PyLong_CheckExact
+from cpython.unicode cimport PyUnicode_CheckExact, PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uint8_t
 from libc.string cimport memcpy
 
 
 cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(object)
     int PyGC_Disable()
     int PyGC_Enable()
     ctypedef PyObject* (*allocfunc)(PyTypeObject*, Py_ssize_t)
@@ -523,3 +527,37 @@ def murmur2(data):
     finally:
         PyBuffer_Release(&view)
     return <int32_t> h
+
+
+def complete_deliveries(list futures, list records, row_type, topic, partition, int64_t base_offset,
+                        int64_t step, int64_t log_append_time):
+    """Resolve each future of a produced batch that is not done yet with
+    ``row_type(topic, partition, offset, timestamp)``: offsets from ``base_offset`` in steps of
+    ``step`` (0 when the broker gave none), the timestamp ``log_append_time`` unless that is -1,
+    else the record's own (``records[i][3]``).  ``row_type`` is a tuple subclass (the producer's
+    ``RecordMetadata``); the rows hold only a str and ints, so they are left untracked by the
+    cyclic collector, as CPython does for such tuples at its first collection."""
+    cdef Py_ssize_t i, n = len(futures)
+    cdef int64_t offset = base_offset
+    cdef PyTypeObject* kind = <PyTypeObject*>row_type
+    if not isinstance(row_type, type) or not issubclass(row_type, tuple):
+        raise TypeError("row_type must be a tuple subclass")
+    if len(records) != n:
+        raise ValueError(f"{n} futures for {len(records)} records")
+    # untracking is safe only for rows without a __dict__ holding nothing but atoms
+    cdef bint atoms = row_type.__dictoffset__ == 0 and PyUnicode_CheckExact(topic) and PyLong_CheckExact(partition)
+    use_lat = log_append_time != -1
+    lat = log_append_time
+    for i in range(n):
+        fut = futures[i]
+        if not fut.done():
+            ts = lat if use_lat else (<tuple>records[i])[3]
+            row = _new_row(kind, 4)
+            _set(row, 0, topic)
+            _set(row, 1, partition)
+            _set(row, 2, offset)
+            _set(row, 3, ts)
+            if atoms and PyLong_CheckExact(ts):
+                PyObject_GC_UnTrack(row)
+            fut.set_result(row)
+        offset += step

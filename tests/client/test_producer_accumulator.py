@@ -1,9 +1,19 @@
-"""RecordAccumulator batching rules with an explicit clock."""
+"""RecordAccumulator batching rules with an explicit clock, and the delivery of an acknowledged
+batch's futures (compiled ``complete_deliveries`` against its pure-Python twin)."""
 
 from __future__ import annotations
 
-from client.accumulator import RecordAccumulator
-from client.types import TopicPartition
+import asyncio
+import gc
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from peers import peer_missing
+
+import client.accumulator as acc_module
+from client.accumulator import RecordAccumulator, py_complete_deliveries
+from client.types import RecordMetadata, TopicPartition
 from protocol.records import decode_record_set
 
 A = TopicPartition("t", 0)
@@ -90,3 +100,65 @@ def test_batch_encodes_once_with_sequence() -> None:
     assert batch.encode(0, 6, 0, 11) is data and batch.base_sequence == 9
     (rec,) = list(decode_record_set(data))
     assert (rec.key, rec.value, rec.headers, rec.timestamp) == (b"k", b"v", [("h", b"x")], 123)
+
+
+# ------------------------------------------------------------------ delivering an acknowledged batch
+
+
+def _compiled_complete() -> Any:
+    try:
+        from protocol._crecords import complete_deliveries
+    except ImportError:
+        peer_missing("the compiled record codec is not built (pip install -e . builds it with Cython)")
+    return complete_deliveries
+
+
+@pytest.fixture(params=["python", "compiled"])
+def complete(request: pytest.FixtureRequest) -> Callable[..., None]:
+    return py_complete_deliveries if request.param == "python" else _compiled_complete()
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    lp = asyncio.new_event_loop()
+    yield lp
+    lp.close()
+
+
+def _outcomes(futures: list[asyncio.Future[Any]]) -> list[Any]:
+    return ["cancelled" if f.cancelled() else f.result() if f.done() else "pending" for f in futures]
+
+
+@pytest.mark.parametrize(("base", "step", "lat"), [(100, 1, -1), (7, 1, 1_700_000_000_000), (-1, 0, -1)])
+def test_complete_deliveries_twins_agree(loop: asyncio.AbstractEventLoop, complete: Callable[..., None],
+                                         base: int, step: int, lat: int) -> None:
+    records = [(None, b"v", None, 1000 + i) for i in range(6)]
+    futures = [loop.create_future() for _ in records]
+    futures[2].cancel()  # a caller gave up on one: it is skipped, its offset still counted
+    complete(futures, records, RecordMetadata, "t", 3, base, step, lat)
+    expected = [RecordMetadata("t", 3, base + i * step, lat if lat != -1 else 1000 + i) for i in range(6)]
+    expected[2] = "cancelled"
+    assert _outcomes(futures) == expected
+    assert all(type(f.result()) is RecordMetadata for f in futures if not f.cancelled())
+
+
+def test_complete_deliveries_twins_refuse_the_same_input(loop: asyncio.AbstractEventLoop) -> None:
+    compiled = _compiled_complete()
+    for impl in (py_complete_deliveries, compiled):
+        with pytest.raises(ValueError):
+            impl([loop.create_future()], [], RecordMetadata, "t", 0, 0, 1, -1)
+        with pytest.raises(TypeError):
+            impl([], [], dict, "t", 0, 0, 1, -1)
+
+
+def test_compiled_deliveries_leave_only_atom_rows_untracked(loop: asyncio.AbstractEventLoop) -> None:
+    compiled = _compiled_complete()
+    futures = [loop.create_future() for _ in range(2)]
+    odd_ts: list[int] = []  # a timestamp a caller passed that is not an int: that row stays tracked
+    compiled(futures, [(None, b"v", None, 5), (None, b"v", None, odd_ts)], RecordMetadata, "t", 0, 0, 1, -1)
+    assert not gc.is_tracked(futures[0].result())
+    assert gc.is_tracked(futures[1].result())
+
+
+def test_the_producer_uses_the_compiled_deliveries_when_built() -> None:
+    assert acc_module.complete_deliveries is _compiled_complete()

@@ -362,6 +362,9 @@ assert rows == [Row("t", 1, 9, 5, 0, b"k", b"v", [("h", b"x")]), Row("t", 1, 10,
 cols = RecordColumns()
 cols.add(data)
 assert cols.length == 2
+import client.accumulator as A
+import client.partitioner as P
+assert A.complete_deliveries is A.py_complete_deliveries and P.murmur2 is P.py_murmur2
 print("fallback ok")
 """
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)

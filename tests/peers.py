@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -50,3 +50,13 @@ def require_kafkajs() -> str:
     if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
         peer_missing(f"kafkajs is not installed in {NODE_DIR / 'node_modules'} ({SETUP_HINT})")
     return node
+
+
+def compiled_codec() -> Any:
+    """The compiled record codec module ``protocol._crecords`` (built by ``pip install -e .`` with
+    Cython); skips — fails under ``CI=true`` — when it is not built."""
+    try:
+        from protocol import _crecords
+    except ImportError:
+        peer_missing("the compiled record codec is not built (pip install -e . builds it with Cython)")
+    return _crecords

@@ -10,18 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import DefaultPartitioner as KPDefaultPartitioner
 from kafka.partitioner.default import murmur2 as kp_murmur2
-from peers import peer_missing
+from peers import compiled_codec
 
 from client.partitioner import DefaultPartitioner, murmur2, partition_for_key, py_murmur2, to_positive
 
 
 def _compiled_murmur2() -> Any:
     """The compiled murmur2 (skips, and fails under CI=true, when the record codec is not built)."""
-    try:
-        from protocol._crecords import murmur2 as compiled
-    except ImportError:
-        peer_missing("the compiled record codec is not built (pip install -e . builds it with Cython)")
-    return compiled
+    return compiled_codec().murmur2
 
 
 @pytest.fixture(params=["python", "compiled"])

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from peers import peer_missing
+from peers import compiled_codec
 
 import client.accumulator as acc_module
 from client.accumulator import RecordAccumulator, py_complete_deliveries
@@ -106,11 +106,7 @@ def test_batch_encodes_once_with_sequence() -> None:
 
 
 def _compiled_complete() -> Any:
-    try:
-        from protocol._crecords import complete_deliveries
-    except ImportError:
-        peer_missing("the compiled record codec is not built (pip install -e . builds it with Cython)")
-    return complete_deliveries
+    return compiled_codec().complete_deliveries
 
 
 @pytest.fixture(params=["python", "compiled"])

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from peers import peer_missing
+from peers import compiled_codec
 
 from client.types import Record as Row  # the consumer's row type (a NamedTuple)
 from protocol import records as R
@@ -55,11 +55,7 @@ codecs = st.sampled_from([NONE, GZIP, SNAPPY, LZ4, ZSTD])
 
 
 def _compiled() -> Any:
-    try:
-        from protocol import _crecords
-    except ImportError:
-        peer_missing("the compiled record codec is not built (pip install -e . builds it with Cython)")
-    return _crecords
+    return compiled_codec()
 
 
 IMPLS = ("compiled", "python")

@@ -3,10 +3,13 @@
 ``send()`` picks a partition (explicit, the configured ``partitioner``, or
 :class:`client.partitioner.DefaultPartitioner` — Java murmur2 for keys, sticky for keyless),
 appends the record to :class:`client.accumulator.RecordAccumulator` and awaits delivery.
-``enqueue()`` returns the delivery future without waiting.  One sender task drains ready
-batches grouped by leader and sends one Produce per broker; retriable errors requeue the
-batch (same encoded bytes, same sequence numbers) after ``retry_backoff_ms`` until
-``delivery_timeout_ms``.  With ``enable_idempotence`` an InitProducerId gives the producer id
+``enqueue()`` returns the delivery future without waiting.  Ready batches go out grouped by
+leader, one Produce per broker: a full batch from ``enqueue`` itself, a partition's next batch
+from the receive callback of the previous one's response (``Connection.request_nowait``), and
+lingering, retried and flushed batches from the sender task, which sleeps until the next linger or
+retry deadline.  A tight ``enqueue`` loop yields two event-loop turns per full batch, so responses
+are handled while it runs.  Retriable errors requeue the batch (same encoded bytes, same sequence
+numbers) after ``retry_backoff_ms`` until ``delivery_timeout_ms``.  With ``enable_idempotence`` an InitProducerId gives the producer id
 and epoch, and each partition's batches carry consecutive sequence numbers.
 """
 

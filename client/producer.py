@@ -294,7 +294,7 @@ class Producer:
             if self._acc.flushing and self._acc.has_unsent():
                 timeout = min(timeout or 0.005, 0.005)
             self._wakeup = wakeup = loop.create_future()
-            timer = None if timeout is None else loop.call_later(timeout, _resolve, wakeup)
+            timer = None if timeout is None else loop.call_later(timeout, self._kick)
             try:
                 await wakeup
             finally:
@@ -421,12 +421,9 @@ class Producer:
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._acc.complete(batch)
         topic, partition = batch.tp
-        if base_offset >= 0:
-            complete_deliveries(batch.futures, batch.records, RecordMetadata, topic, partition, base_offset, 1,
-                                log_append_time)
-        else:  # acks=0: no offsets
-            complete_deliveries(batch.futures, batch.records, RecordMetadata, topic, partition, -1, 0,
-                                log_append_time)
+        known = base_offset >= 0  # acks=0 gives no offsets: -1 for every record
+        complete_deliveries(batch.futures, batch.records, RecordMetadata, topic, partition,
+                            base_offset if known else -1, 1 if known else 0, log_append_time)
         self._completed(len(batch))
 
     def _fail(self, batch: ProducerBatch, exc: BaseException) -> None:
@@ -442,11 +439,6 @@ class Producer:
         if self._outstanding <= 0:
             self._outstanding = 0
             self._idle.set()
-
-
-def _resolve(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 async def await_future(fut: asyncio.Future[RecordMetadata]) -> RecordMetadata:

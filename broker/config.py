@@ -41,6 +41,9 @@ class BrokerConfig:
     cluster: str | None = None
     cluster_id: str = "kbroker"
     broker_session_timeout_ms: int = 3000
+    #: one attempt of one etcd call on one endpoint (None: a third of broker.session.timeout.ms, also the most
+    #: allowed), so a registration lease outlives a stalled etcd member; then the next endpoint is tried
+    etcd_request_timeout_ms: int | None = None
     default_replication_factor: int = 1
     min_insync_replicas: int = 1
     #: None: 3 in a cluster (as Kafka), 1 for a single broker
@@ -208,6 +211,13 @@ class BrokerConfig:
         if self.offsets_topic_replication_factor is not None:
             return self.offsets_topic_replication_factor
         return 3 if self.cluster else 1
+
+    @property
+    def etcd_request_timeout(self) -> float:
+        """``etcd.request.timeout.ms`` in seconds (derived from the session timeout when not set)."""
+        if self.etcd_request_timeout_ms is not None:
+            return self.etcd_request_timeout_ms / 1000
+        return self.broker_session_timeout_ms / 3000
 
     @property
     def transaction_state_replication_factor(self) -> int:
@@ -480,6 +490,12 @@ def validate(config: BrokerConfig) -> None:
         raise ConfigError("transaction.state.log.num.partitions must be at least 1")
     if config.transaction_max_timeout_ms < 1:
         raise ConfigError("transaction.max.timeout.ms must be at least 1")
+    if config.broker_session_timeout_ms < 3:
+        raise ConfigError("broker.session.timeout.ms must be at least 3")
+    if config.etcd_request_timeout_ms is not None and not \
+            1 <= config.etcd_request_timeout_ms <= config.broker_session_timeout_ms // 3:
+        raise ConfigError(f"etcd.request.timeout.ms ({config.etcd_request_timeout_ms}) must be between 1 and a third "
+                          f"of broker.session.timeout.ms ({config.broker_session_timeout_ms // 3})")
     from broker.security.setup import check_security_settings
 
     try:

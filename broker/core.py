@@ -271,7 +271,8 @@ class BrokerCore:
             return LocalKV(config.data_path)
         from broker.cluster.etcd_kv import EtcdKV, parse_etcd_url
 
-        return EtcdKV(parse_etcd_url(config.cluster), f"/kbroker/{config.cluster_id}/")
+        return EtcdKV(parse_etcd_url(config.cluster), f"/kbroker/{config.cluster_id}/",
+                      timeout_s=config.etcd_request_timeout, start_index=config.node_id)
 
     async def _abort_start(self) -> None:
         for service in ("group_service", "txn_service"):

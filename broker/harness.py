@@ -8,7 +8,8 @@
         cluster.restart(2)                                # same node id and data directory
 
 :class:`EtcdServer` runs Debian's ``etcd`` binary on free ports with a
-temporary data directory; :class:`BrokerProcess` runs the pinned command line
+temporary data directory (:class:`EtcdCluster`: several members, each of which can be
+paused, killed and restarted — ``KBrokerCluster(3, dir, etcd_members=3)``); :class:`BrokerProcess` runs the pinned command line
 (``python -m broker --host --port --data-dir --metrics-port ...``) and waits
 until the broker answers ApiVersions.  The pytest plugin wraps these as the
 ``kbroker_cluster`` fixture.
@@ -23,6 +24,7 @@ when there is one (ApiVersions needs no authentication, even on SASL listeners).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -37,7 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BrokerProcess", "EtcdServer", "KBrokerCluster", "free_port"]
+__all__ = ["BrokerProcess", "EtcdCluster", "EtcdServer", "KBrokerCluster", "free_port"]
 
 
 def free_port() -> int:
@@ -81,13 +83,19 @@ def _api_versions_ok(host: str, port: int, timeout: float = 2.0, *, tls: bool = 
 
 
 class EtcdServer:
-    """A single-member etcd on 127.0.0.1 with its data under ``directory`` (fast elections for tests)."""
+    """One etcd member on 127.0.0.1 with its data under ``directory``: alone (fast elections for tests),
+    or one member of an :class:`EtcdCluster`, which sets ``initial_cluster`` and ``timing``."""
 
-    def __init__(self, directory: str | os.PathLike[str], *, fast: bool = True) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, fast: bool = True, name: str = "kbroker-test") -> None:
         self.directory = Path(directory)
+        self.name = name
         self.client_port = free_port()
         self.peer_port = free_port()
         self.fast = fast
+        #: (heartbeat interval, election timeout) in ms; None: etcd's defaults (100, 1000)
+        self.timing: tuple[int, int] | None = (20, 200) if fast else None
+        #: ``name=peer-url,...`` of every member (None: this member alone)
+        self.initial_cluster: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
     @staticmethod
@@ -102,34 +110,66 @@ class EtcdServer:
     def endpoint(self) -> tuple[str, int]:
         return "127.0.0.1", self.client_port
 
-    def start(self, timeout: float = 30.0) -> EtcdServer:
+    @property
+    def client_url(self) -> str:
+        return f"http://127.0.0.1:{self.client_port}"
+
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 30.0, *, wait: bool = True) -> EtcdServer:
         binary = self.binary()
         if binary is None:
             raise RuntimeError("etcd is not installed (Debian package etcd-server)")
         self.directory.mkdir(parents=True, exist_ok=True)
-        client = f"http://127.0.0.1:{self.client_port}"
-        peer = f"http://127.0.0.1:{self.peer_port}"
-        args = [binary, "--name", "kbroker-test", "--data-dir", str(self.directory / "etcd-data"),
+        client, peer = self.client_url, self.peer_url
+        args = [binary, "--name", self.name, "--data-dir", str(self.directory / "etcd-data"),
                 "--listen-client-urls", client, "--advertise-client-urls", client,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                "--initial-cluster", f"kbroker-test={peer}", "--log-level", "warn"]
-        if self.fast:
-            args += ["--heartbeat-interval", "20", "--election-timeout", "200"]
+                "--initial-cluster", self.initial_cluster or f"{self.name}={peer}", "--log-level", "warn"]
+        if self.timing is not None:
+            args += ["--heartbeat-interval", str(self.timing[0]), "--election-timeout", str(self.timing[1])]
         with open(self.directory / "etcd.log", "ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        if wait:
+            self.wait_healthy(timeout)
+        return self
+
+    def healthy(self) -> bool:
+        """The member answers and has a leader."""
+        try:
+            with urllib.request.urlopen(f"{self.client_url}/health", timeout=1) as resp:
+                return b'"true"' in resp.read()
+        except OSError:
+            return False
+
+    def wait_healthy(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self.proc.returncode}: {self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{client}/health", timeout=1) as resp:
-                    if b'"true"' in resp.read():
-                        return self
-            except OSError:
-                pass
+            if self.proc is None or self.proc.poll() is not None:
+                code = None if self.proc is None else self.proc.returncode
+                raise RuntimeError(f"etcd exited with {code}: {self.log_tail()}")
+            if self.healthy():
+                return
             time.sleep(0.05)
         self.stop()
         raise RuntimeError("etcd did not become healthy in time")
+
+    def status(self) -> dict[str, Any]:
+        """etcd's Maintenance.Status of this member (``header.member_id``, ``leader``), through its JSON gateway."""
+        return self._post("/v3/maintenance/status", {})
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(f"{self.client_url}{path}", data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=2) as resp:
+            result: dict[str, Any] = json.loads(resp.read())
+            return result
 
     def log_tail(self, chars: int = 2000) -> str:
         try:
@@ -137,12 +177,29 @@ class EtcdServer:
         except OSError:
             return "(no log)"
 
+    def pause(self) -> None:
+        """SIGSTOP: the member keeps its connections but answers nothing (a stalled VM, a long GC pause)."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def kill9(self) -> None:
+        """SIGKILL, like a crash; ``start()`` brings the member back with its data."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
         try:
             os.killpg(proc.pid, signal.SIGTERM)
+            os.killpg(proc.pid, signal.SIGCONT)  # a paused member gets the SIGTERM only once continued
             proc.wait(10)
         except ProcessLookupError:
             return
@@ -152,6 +209,87 @@ class EtcdServer:
 
     def __enter__(self) -> EtcdServer:
         return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class EtcdCluster:
+    """``size`` etcd members on 127.0.0.1 forming one cluster, with etcd's default timing unless
+    ``timing`` (heartbeat interval, election timeout in ms) says otherwise.  ``url`` names every
+    member, in order; ``members[i]`` can be paused, killed and started again."""
+
+    def __init__(self, directory: str | os.PathLike[str], size: int = 3, *,
+                 timing: tuple[int, int] | None = None) -> None:
+        self.directory = Path(directory)
+        self.members = [EtcdServer(self.directory / f"member-{i}", name=f"member-{i}") for i in range(size)]
+        spec = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
+        for m in self.members:
+            m.timing = timing
+            m.initial_cluster = spec
+
+    @property
+    def url(self) -> str:
+        return "etcd://" + ",".join(f"{h}:{p}" for h, p in self.endpoints)
+
+    @property
+    def endpoints(self) -> list[tuple[str, int]]:
+        return [m.endpoint for m in self.members]
+
+    @property
+    def running(self) -> bool:
+        return any(m.running for m in self.members)
+
+    def start(self, timeout: float = 30.0) -> EtcdCluster:
+        for m in self.members:
+            if not m.running:
+                m.start(wait=False)
+        for m in self.members:
+            m.wait_healthy(timeout)
+        return self
+
+    def leader(self) -> int | None:
+        """The index of the running member that leads the cluster, as the running members see it
+        (None: no leader among them, or none answered)."""
+        ids: dict[int, int] = {}
+        leader = 0
+        for i, m in enumerate(self.members):
+            if not m.running:
+                continue
+            try:
+                status = m.status()
+            except OSError:
+                continue
+            ids[int(status["header"]["member_id"])] = i
+            leader = leader or int(status.get("leader", 0))
+        return ids.get(leader)
+
+    def move_leader(self, index: int, timeout: float = 30.0) -> None:
+        """Make member ``index`` the leader (etcd's MoveLeader, sent to the current leader)."""
+        target = int(self.members[index].status()["header"]["member_id"])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            current = self.leader()
+            if current == index:
+                return
+            if current is not None:
+                try:
+                    self.members[current]._post("/v3/maintenance/transfer-leadership", {"targetID": str(target)})
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        raise RuntimeError(f"etcd member {index} did not become the leader in time")
+
+    def stop(self) -> None:
+        for m in self.members:
+            m.stop()
+
+    def __enter__(self) -> EtcdCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -283,18 +421,20 @@ class KBrokerCluster:
 
     ``settings`` are passed to every broker as ``--set key=value``; by default the
     offsets and transaction state topics are replicated to ``min(3, size)`` brokers.
+    ``etcd_members`` > 1 runs an :class:`EtcdCluster` of that many members instead of one etcd.
     """
 
     def __init__(self, size: int, directory: str | os.PathLike[str], *, settings: dict[str, Any] | None = None,
-                 cluster_id: str = "kbroker", etcd: EtcdServer | None = None,
-                 listeners: Sequence[str] | None = None) -> None:
+                 cluster_id: str = "kbroker", etcd: EtcdServer | EtcdCluster | None = None,
+                 listeners: Sequence[str] | None = None, etcd_members: int = 1) -> None:
         self.size = size
         self.directory = Path(directory)
         self.cluster_id = cluster_id
         self.settings = {"offsets.topic.replication.factor": min(3, size),
                          "transaction.state.log.replication.factor": min(3, size), **(settings or {})}
         self._own_etcd = etcd is None
-        self.etcd = etcd or EtcdServer(self.directory / "etcd")
+        self.etcd: EtcdServer | EtcdCluster = etcd or (
+            EtcdCluster(self.directory / "etcd", etcd_members) if etcd_members > 1 else EtcdServer(self.directory / "etcd"))
         self.brokers: dict[int, BrokerProcess] = {}
         for node in range(1, size + 1):
             args = ["--node-id", str(node), "--cluster", self.etcd.url, "--set", f"cluster.id={cluster_id}"]
@@ -313,7 +453,7 @@ class KBrokerCluster:
         return ",".join(b.bootstrap(listener) for b in alive)
 
     def start(self, timeout: float = 60.0) -> KBrokerCluster:
-        if self._own_etcd and self.etcd.proc is None:
+        if self._own_etcd and not self.etcd.running:
             self.etcd.start()
         for b in self.brokers.values():
             b.start(wait=False)

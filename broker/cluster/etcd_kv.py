@@ -2,11 +2,26 @@
 
 Maps :mod:`broker.cluster.kv` onto etcd one to one — revisions, compare-and-set
 transactions, leases and prefix watches are etcd's own — under a namespace
-``/kbroker/<cluster.id>/`` so one etcd can hold several clusters.  Several
-endpoints may be given; a call that cannot reach one moves on to the next.
+``/kbroker/<cluster.id>/`` so one etcd can hold several clusters.
+
+A broker's registration lease must outlive any one slow or dead etcd member, so the store
+talks to one endpoint at a time and moves on quickly (:class:`EndpointRing`, the policy
+without IO):
+
+* brokers spread over the endpoints: each starts on endpoint ``start_index mod N`` (the
+  broker passes its node id), so one stalled member holds up only the brokers it serves;
+* every attempt of a call, connecting included, is bounded by ``timeout_s``
+  (``etcd.request.timeout.ms``, at most a third of ``broker.session.timeout.ms``): a
+  keep-alive never waits longer than its share of the lease on one member;
+* an attempt that fails to connect, is refused as unavailable or does not answer in time
+  moves the store to the next endpoint (closing the old connection, which also ends a watch
+  open on it).  The call is tried there if that is safe — it was never sent, or it is
+  idempotent (reads, lease calls, watch starts); a transaction that may have been applied
+  raises KVUnavailableError instead, and its caller re-reads.  A call tries each endpoint
+  at most once.
 
 Errors are translated: an unreachable etcd (or one that does not answer within
-``timeout_s``) is :class:`~broker.cluster.kv.KVUnavailableError`, a compacted
+``timeout_s`` on any endpoint) is :class:`~broker.cluster.kv.KVUnavailableError`, a compacted
 watch start is :class:`~broker.cluster.kv.KVCompactedError`, a lease etcd no
 longer knows is :class:`~broker.cluster.kv.LeaseNotFoundError`.
 """
@@ -15,12 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from broker.cluster.kv import (
     Compare,
     Delete,
+    Get,
     KeyValue,
     KVCompactedError,
     KVError,
@@ -34,10 +50,12 @@ from broker.cluster.kv import (
 
 log = logging.getLogger("kbroker.cluster.etcd")
 
-__all__ = ["EtcdKV", "parse_etcd_url"]
+__all__ = ["EndpointRing", "EtcdKV", "parse_etcd_url"]
+
+Endpoint = tuple[str, int]
 
 
-def parse_etcd_url(url: str) -> list[tuple[str, int]]:
+def parse_etcd_url(url: str) -> list[Endpoint]:
     """``etcd://HOST:PORT[,HOST:PORT...]`` → endpoints."""
     rest = url.strip()
     if not rest.startswith("etcd://"):
@@ -54,18 +72,60 @@ def parse_etcd_url(url: str) -> list[tuple[str, int]]:
     return out
 
 
+class EndpointRing:
+    """Which etcd endpoint the store talks to, and when it moves to the next (no IO).
+
+    Each connection belongs to a ``generation``; the first call to report its connection
+    failed moves the ring on, and the other calls that fail on that same connection
+    (closed under them, or stalled the same way) find the ring already moved and do not
+    skip a second endpoint.
+    """
+
+    def __init__(self, endpoints: Sequence[Endpoint], start_index: int = 0) -> None:
+        if not endpoints:
+            raise ValueError("no etcd endpoint")
+        self.endpoints = list(endpoints)
+        self.index = start_index % len(self.endpoints)
+        self.generation = 0
+
+    @property
+    def current(self) -> Endpoint:
+        return self.endpoints[self.index]
+
+    def failed(self, generation: int) -> bool:
+        """The connection of ``generation`` failed: move to the next endpoint, unless that
+        connection is already gone.  True if this moved the ring."""
+        if generation != self.generation:
+            return False
+        self.index = (self.index + 1) % len(self.endpoints)
+        self.generation += 1
+        return True
+
+    @staticmethod
+    def retry_elsewhere(*, sent: bool, idempotent: bool) -> bool:
+        """May a call whose attempt failed be tried on the next endpoint?  Only if the request
+        never left (the connection was not up) or sending it twice does no harm."""
+        return idempotent or not sent
+
+
+class _NotConnected(Exception):
+    """The channel to the endpoint could not be established (nothing was sent)."""
+
+
 class EtcdKV:
     """:class:`broker.cluster.kv.MetadataKV` on etcd."""
 
-    def __init__(self, endpoints: list[tuple[str, int]], namespace: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, endpoints: Sequence[Endpoint], namespace: str, *, timeout_s: float = 1.0,
+                 start_index: int = 0) -> None:
         import aetcd
 
         self._aetcd = aetcd
-        self.endpoints = endpoints
+        self.endpoints = list(endpoints)
         self.namespace = namespace if namespace.endswith("/") else namespace + "/"
         self.timeout_s = timeout_s
-        self._index = 0
-        self._client: Any = None
+        self.ring = EndpointRing(self.endpoints, start_index)
+        self._client: Any = None  # the connection of ``ring.generation`` (None: not opened yet)
+        self._closing: set[asyncio.Task[None]] = set()
         self._closed = False
 
     @property
@@ -74,9 +134,11 @@ class EtcdKV:
         return f"etcd://{eps} (namespace {self.namespace})"
 
     # -- connection ------------------------------------------------------------------
-    def _new_client(self) -> Any:
-        host, port = self.endpoints[self._index % len(self.endpoints)]
-        return self._aetcd.Client(host=host, port=port, timeout=self.timeout_s)
+    def _current_client(self) -> Any:
+        if self._client is None:
+            host, port = self.ring.current
+            self._client = self._aetcd.Client(host=host, port=port, timeout=self.timeout_s)
+        return self._client
 
     async def connect(self) -> None:
         await self._call(lambda c: c.status())
@@ -85,49 +147,89 @@ class EtcdKV:
         self._closed = True
         client, self._client = self._client, None
         if client is not None:
+            self._close_later(client)
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=self.timeout_s)
+
+    def _close_later(self, client: Any) -> None:
+        """Close a connection in the background: a stalled member must not hold up the caller."""
+        async def close() -> None:
             try:
                 await client.close()
             except Exception:  # closing a broken channel may raise; nothing to do about it
                 pass
 
-    async def _rotate(self) -> None:
+        task = asyncio.ensure_future(close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def _move_on(self, generation: int, reason: str) -> None:
+        before = self.ring.current
+        if not self.ring.failed(generation):
+            return
         client, self._client = self._client, None
-        self._index += 1
         if client is not None:
-            try:
-                await client.close()
-            except Exception:
-                pass
+            self._close_later(client)
+        log.warning("etcd endpoint %s:%d %s; moving to %s:%d", *before, reason, *self.ring.current)
 
-    async def _call(self, fn: Any) -> Any:
-        """Run ``fn(client)``, trying each endpoint once; translate errors.
+    @staticmethod
+    async def _ready(client: Any) -> None:
+        """Wait until the client's channel is connected; _NotConnected if connecting fails."""
+        from grpc import ChannelConnectivity
 
-        An endpoint that cannot be reached gets a fresh channel next time (gRPC's own reconnect
-        backoff would otherwise keep a channel failing for a while after etcd came back).
-        """
-        if self._closed:
-            raise KVUnavailableError("store closed")
+        await client.connect()
+        channel = client.channel
+        state = channel.get_state(try_to_connect=True)
+        while state is not ChannelConnectivity.READY:
+            if state in (ChannelConnectivity.TRANSIENT_FAILURE, ChannelConnectivity.SHUTDOWN):
+                raise _NotConnected(state.name)
+            await channel.wait_for_state_change(state)
+            state = channel.get_state(try_to_connect=True)
+
+    async def _call(self, fn: Callable[[Any], Awaitable[Any]], *, idempotent: bool = True) -> Any:
+        """Run ``fn(client)`` on the current endpoint, moving on as the module docstring says;
+        translate errors."""
         errors = self._aetcd.exceptions
         from aetcd import rpc
 
-        last: BaseException | None = None
+        task = asyncio.current_task()
+        last = "no attempt"
         for _ in range(len(self.endpoints)):
-            if self._client is None:
-                self._client = self._new_client()
+            if self._closed:
+                raise KVUnavailableError("store closed")
+            generation = self.ring.generation
+            host, port = self.ring.current
+            client = self._current_client()
+            sent = False
             try:
-                return await asyncio.wait_for(fn(self._client), self.timeout_s + 1)
-            except (errors.ConnectionFailedError, errors.ConnectionTimeoutError, TimeoutError, OSError) as exc:
-                last = exc
-                await self._rotate()
+                async with asyncio.timeout(self.timeout_s):
+                    await self._ready(client)
+                    sent = True
+                    return await fn(client)
+            except asyncio.CancelledError:
+                if task is None or task.cancelling():
+                    raise
+                last = "closed the connection"  # another call moved on and closed it under this one
+            except TimeoutError:
+                last = f"did not answer within {self.timeout_s:g} s"
+            except _NotConnected as exc:
+                last = f"could not be connected to ({exc})"
+            except (errors.ConnectionFailedError, errors.ConnectionTimeoutError, errors.WatchTimeoutError,
+                    OSError) as exc:
+                last = f"failed ({type(exc).__name__}: {exc})"
+            except errors.RevisionCompactedError as exc:
+                raise KVCompactedError(exc.compacted_revision) from exc
             except rpc.AioRpcError as exc:
                 translated = self._translate(exc)
                 if not isinstance(translated, KVUnavailableError):
                     raise translated from exc
-                last = exc
-                await self._rotate()
+                last = f"is unavailable ({translated})"
             except errors.ClientError as exc:
                 raise KVError(str(exc)) from exc
-        raise KVUnavailableError(f"etcd unreachable ({self.description}): {last}") from last
+            self._move_on(generation, last)
+            if not self.ring.retry_elsewhere(sent=sent, idempotent=idempotent):
+                raise KVUnavailableError(f"etcd {host}:{port} {last} (the write may have been applied)")
+        raise KVUnavailableError(f"etcd unreachable ({self.description}): last endpoint {last}")
 
     # -- keys ------------------------------------------------------------------------
     def _k(self, key: str) -> bytes:
@@ -185,7 +287,8 @@ class EtcdKV:
                                      failure=client._ops_to_requests(ops(failure)))
             return await client.kvstub.Txn(request, timeout=self.timeout_s, metadata=client.metadata)
 
-        response = await self._call(run)
+        read_only = all(isinstance(op, Get) for op in (*success, *failure))
+        response = await self._call(run, idempotent=read_only)
         gets = []
         for r in response.responses:
             if r.WhichOneof("response") == "response_range":
@@ -226,10 +329,7 @@ class EtcdKV:
     # -- watch -----------------------------------------------------------------------
     async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[list[WatchEvent]]:
         errors = self._aetcd.exceptions
-        try:
-            handle = await self._call(lambda c: c.watch_prefix(self._k(prefix), start_revision=start_revision))
-        except errors.RevisionCompactedError as exc:
-            raise KVCompactedError(exc.compacted_revision) from exc
+        handle = await self._call(lambda c: c.watch_prefix(self._k(prefix), start_revision=start_revision))
         pending: list[WatchEvent] = []
         iterator = handle.__aiter__()
         next_task: asyncio.Future[Any] | None = None

@@ -88,10 +88,11 @@ def _unclean_allowed(image: MetadataImage, topic: str, settings: ControllerSetti
 
 def _record(p: PartitionImage, image: MetadataImage, leader: int, isr: tuple[int, ...],
             refresh: tuple[int, ...] = ()) -> PartitionRecord:
-    """The partition's next record: ``leader`` (a new leader epoch if it changes) and ``isr``, each
-    member keeping the broker epoch it joined with, and those in ``refresh`` taking their current one."""
+    """The partition's next record: ``leader`` (a new leader epoch if it changes, or if it is a new
+    incarnation) and ``isr``, each member keeping the broker epoch it joined with, and those in
+    ``refresh`` taking their current one."""
     old = p.record
-    epoch = old.leader_epoch + 1 if leader != old.leader else old.leader_epoch
+    epoch = old.leader_epoch + 1 if leader != old.leader or leader in refresh else old.leader_epoch
     epochs = tuple(image.broker_epoch(r) if r in refresh or old.epoch_of(r) < 0 else old.epoch_of(r)
                    for r in isr)
     return PartitionRecord(leader, epoch, isr, old.partition_epoch + 1, epochs)

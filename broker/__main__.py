@@ -1,5 +1,6 @@
-"""``python -m broker``: run the broker until SIGTERM or SIGINT (exit 0), or until its data
-directory fails (exit ``EXIT_LOG_DIR_FAILURE`` = 74, EX_IOERR); 1 when it cannot start."""
+"""``python -m broker``: run the broker until SIGTERM or SIGINT (exit 0), until its data
+directory fails (exit ``EXIT_LOG_DIR_FAILURE`` = 74, EX_IOERR) or until it loses its place in
+the cluster (exit ``EXIT_CLUSTER_FAILURE`` = 69, EX_UNAVAILABLE); 1 when it cannot start."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 from broker.cluster.kv import KVError
 from broker.cluster.metadata import DuplicateBrokerError
 from broker.config import load
-from broker.core import EXIT_LOG_DIR_FAILURE, BrokerCore
+from broker.core import BrokerCore
 from broker.log.errors import LogError
 from broker.logging_setup import configure_logging
 
@@ -26,10 +27,10 @@ async def _serve(core: BrokerCore) -> int:
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     for waiter in waiters:
         waiter.cancel()
-    if core.failure is None:
+    if core.exit_code == 0:
         logging.getLogger("kbroker").info("shutting down")
     await core.stop()
-    return EXIT_LOG_DIR_FAILURE if core.failure is not None else 0
+    return core.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:

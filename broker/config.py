@@ -50,6 +50,10 @@ class BrokerConfig:
     offsets_topic_replication_factor: int | None = None
     replica_lag_time_max_ms: int = 30_000
     unclean_leader_election_enable: bool = False
+    #: on SIGTERM, hand every leadership over to an in-sync follower that has the whole log first
+    controlled_shutdown_enable: bool = True
+    #: how long a controlled shutdown may wait for followers to catch up before it stops anyway
+    controlled_shutdown_timeout_ms: int = 5000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_max_bytes: int = 1024 * 1024

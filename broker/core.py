@@ -66,9 +66,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbroker")
 
-__all__ = ["EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults", "cleaner_settings"]
+__all__ = ["EXIT_CLUSTER_FAILURE", "EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults", "cleaner_settings"]
 
 EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
+#: 69: the broker stopped because it lost its place in the cluster (e.g. its node id was registered by
+#: another live broker while its own registration had lapsed)
+EXIT_CLUSTER_FAILURE = os.EX_UNAVAILABLE
 
 
 def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
@@ -92,6 +95,8 @@ class BrokerCore:
         self.started = False
         #: Why the data directory went offline (the broker then stops itself); None while healthy.
         self.failure: LogDirFailure | None = None
+        #: Why the broker left the cluster on its own (it then stops itself); None while healthy.
+        self.cluster_failure: BaseException | None = None
         self._stopping: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
 
@@ -141,7 +146,7 @@ class BrokerCore:
                     auto_leader_rebalance=config.auto_leader_rebalance_enable,
                     imbalance_percentage=config.leader_imbalance_per_broker_percentage),
                 imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
-            ), cluster_id_hint=meta.get("cluster_id"))
+            ), cluster_id_hint=meta.get("cluster_id"), on_fatal=self._on_cluster_failure)
             self.fetchers = ReplicaFetcherManager(
                 config.node_id, FetcherSettings(
                     wait_max_ms=config.replica_fetch_wait_max_ms, min_bytes=config.replica_fetch_min_bytes,
@@ -249,9 +254,16 @@ class BrokerCore:
         if self.metadata.image.topic(OFFSETS_TOPIC) is None:
             await self.topics.ensure_internal_topic(internal_topic_spec(OFFSETS_TOPIC, self.config), timeout_s)
         deadline = time.monotonic() + timeout_s
-        while ((self.group_service.runtime.loading or self.txn_service.runtime.loading)
-               and time.monotonic() < deadline):
+        while ((self.group_service.runtime.loading or self.txn_service.runtime.loading
+                or self._stale_leaderships()) and time.monotonic() < deadline):
             await asyncio.sleep(0.01)
+
+    def _stale_leaderships(self) -> bool:
+        """Partitions the image says this broker leads as an earlier incarnation (a restart): the
+        controller elects their leaders again (this broker, if it is the last in-sync replica)."""
+        node, epoch = self.config.node_id, self.metadata.broker_epoch
+        return any(p.leader == node and p.record.epoch_of(node) not in (-1, epoch)
+                   for p in self.metadata.image.partitions())
 
     def _inter_broker_security(self) -> ClientSecurity | None:
         """How the replica fetchers reach other brokers; a single broker without inter-broker
@@ -435,6 +447,23 @@ class BrokerCore:
         """Return once the broker has stopped (by ``stop()`` or by a log directory failure)."""
         await self._stopped.wait()
 
+    @property
+    def exit_code(self) -> int:
+        """What ``python -m broker`` exits with once stopped: 0, or why the broker stopped itself."""
+        if self.failure is not None:
+            return EXIT_LOG_DIR_FAILURE
+        if self.cluster_failure is not None:
+            return EXIT_CLUSTER_FAILURE
+        return 0
+
+    def _on_cluster_failure(self, exc: BaseException) -> None:
+        if self.cluster_failure is not None:
+            return
+        self.cluster_failure = exc
+        log.critical("broker %d is stopping: it lost its place in the cluster (%s)", self.config.node_id, exc)
+        if self.started:
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self.stop()))
+
     def _on_log_dir_failure(self, failure: LogDirFailure) -> None:
         self.failure = failure
         log.critical("log directory %s is offline: %s; stopping the broker (a restart recovers from the "
@@ -445,7 +474,10 @@ class BrokerCore:
     async def _stop(self) -> None:
         self.started = False
         try:
-            await self._leave_cluster()
+            if self.failure is None and self.cluster_failure is None and self.config.controlled_shutdown_enable:
+                await self._controlled_shutdown(self.config.controlled_shutdown_timeout_ms / 1000)
+            self.server.stop_accepting()
+            self.replica_manager.answer_waiting_fetches()
             await self.server.stop()
             for task in self._tasks:
                 task.cancel()
@@ -453,6 +485,7 @@ class BrokerCore:
             self.txn_service.close()
             for channel in self._channels:
                 channel.close()
+            await self.metadata.stop()  # deregister: the controller moves whatever is still led here
             await self.replica_manager.stop()
             self.timer.close()
             try:
@@ -464,17 +497,17 @@ class BrokerCore:
         finally:
             self._stopped.set()
 
-    async def _leave_cluster(self, timeout_s: float = 5.0) -> None:
-        """Controlled shutdown: deregister, then give the other brokers a moment to take over leadership."""
-        others = [b for b in self.metadata.image.brokers if b != self.config.node_id]
-        await self.metadata.stop()
-        if not others:
+    async def _controlled_shutdown(self, timeout_s: float) -> None:
+        """Hand every leadership over while still serving and watching the cluster (the broker answers
+        NOT_LEADER_OR_FOLLOWER, and its coordinators unload, as each one moves); the broker leaves
+        the cluster only after that."""
+        if not any(b != self.config.node_id for b in self.metadata.image.brokers):
             return
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not any(p.is_leader for p in self.replica_manager.partitions.values()):
-                return
-            await asyncio.sleep(0.05)
+        started = time.monotonic()
+        await self.metadata.begin_shutdown()
+        left = await self.replica_manager.hand_over_leadership(timeout_s)
+        log.info("controlled shutdown: leadership handed over in %.0f ms%s", (time.monotonic() - started) * 1000,
+                 f"; {left} partitions had no in-sync follower to take them" if left else "")
 
     async def _maintenance_loop(self) -> None:
         """Flush rounds, compaction swaps and (every retention check interval) log maintenance,

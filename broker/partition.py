@@ -10,6 +10,14 @@ used for the high watermark, so it never runs ahead of any replica that might
 still be in the ISR.  As **follower** it only knows its leader and epoch; the
 replica fetcher appends what the leader sends and sets the high watermark.
 
+Broker epochs (KIP-380): the partition record names the incarnation of each ISR
+member; this broker leads only when the record names its current incarnation (a
+restarted broker never leads at its old epoch), and as leader it counts only
+fetches of a follower's current incarnation, and proposes only those for the ISR.
+
+During a controlled shutdown the leader stops taking appends (:attr:`handing_over`)
+so that its in-sync followers can reach its log end before leadership moves.
+
 The clock is passed in (milliseconds); the log is the partition's
 :class:`~broker.log.partition_log.PartitionLog`.
 """
@@ -17,6 +25,7 @@ The clock is passed in (milliseconds); the log is the partition's
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from broker.cluster.records import NO_LEADER, PartitionRecord
@@ -56,6 +65,10 @@ class Partition:
         self.pending_isr: tuple[int, ...] | None = None
         #: Start offset of the current leader epoch (a follower must reach it to rejoin the ISR).
         self.epoch_start_offset = 0
+        #: The broker epoch each ISR member joined with (-1: unknown), from the record.
+        self.isr_epochs: dict[int, int] = {}
+        #: Controlled shutdown: no more appends; leadership moves once the followers have everything.
+        self.handing_over = False
 
     # -- role changes ------------------------------------------------------------------
     @property
@@ -63,23 +76,33 @@ class Partition:
         return self.leader == self.local_id
 
     def apply_record(self, record: PartitionRecord, replicas: tuple[int, ...], revision: int,
-                     now_ms: int) -> str | None:
-        """Take in the partition's record from the image; returns "leader"/"follower" on a role change."""
+                     now_ms: int, local_epoch: int = -1) -> str | None:
+        """Take in the partition's record from the image; returns "leader"/"follower" on a role change.
+
+        ``local_epoch``: this broker's current broker epoch.  A record naming this broker leader at
+        the epoch of an earlier incarnation is not followed: until the controller elects again, the
+        partition has no leader here."""
         was_leader, old_epoch = self.is_leader, self.leader_epoch
         self.replicas = replicas
         self.isr = record.isr
+        self.isr_epochs = {r: record.epoch_of(r) for r in record.isr}
         self.partition_epoch = record.partition_epoch
         self.record_revision = revision
         self.pending_isr = None
-        if record.leader == self.local_id:
+        leader = record.leader
+        if leader == self.local_id and local_epoch >= 0 and record.epoch_of(leader) not in (-1, local_epoch):
+            leader = NO_LEADER  # an earlier incarnation of this broker: it may have lost what it had
+        if leader == self.local_id:
             if not was_leader or record.leader_epoch != old_epoch:
-                self.leader, self.leader_epoch = record.leader, record.leader_epoch
+                self.leader, self.leader_epoch = leader, record.leader_epoch
+                self.handing_over = False
                 self._become_leader(now_ms)
                 return "leader"
             self._sync_followers(now_ms)
             return None
-        changed = was_leader or record.leader != self.leader or record.leader_epoch != old_epoch
-        self.leader, self.leader_epoch = record.leader, record.leader_epoch
+        changed = was_leader or leader != self.leader or record.leader_epoch != old_epoch
+        self.leader, self.leader_epoch = leader, record.leader_epoch
+        self.handing_over = False
         if changed:
             self.followers = {}
             return "follower"
@@ -118,10 +141,19 @@ class Partition:
         return E.UNKNOWN_LEADER_EPOCH
 
     def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int, broker_epoch: int = -1) -> bool:
-        """A follower fetched from ``fetch_offset``: record its progress; True if the high watermark moved."""
+        """A follower fetched from ``fetch_offset``: record its progress; True if the high watermark moved.
+
+        ``broker_epoch``: the incarnation the fetch came from (-1: not said).  A new incarnation starts
+        its progress afresh (it may have lost what the old one had)."""
         state = self.followers.get(replica_id)
         if state is None:
             return False
+        if broker_epoch >= 0 and broker_epoch != state.broker_epoch:
+            if broker_epoch < state.broker_epoch:
+                return False  # a fetch of an earlier incarnation, still in flight
+            if state.broker_epoch >= 0:
+                state.last_caught_up_ms = 0
+                state.leader_leo_at_last_fetch = -1
         leo = self.log.log_end_offset
         if fetch_offset >= leo:
             state.last_caught_up_ms = now_ms
@@ -133,6 +165,11 @@ class Partition:
         if broker_epoch >= 0:
             state.broker_epoch = broker_epoch
         return self.maybe_advance_high_watermark()
+
+    def caught_up(self, broker: int) -> bool:
+        """The follower has fetched everything this leader has."""
+        state = self.followers.get(broker)
+        return state is not None and state.log_end_offset >= self.log.log_end_offset
 
     def maybe_advance_high_watermark(self) -> bool:
         log = self.log
@@ -149,8 +186,12 @@ class Partition:
             return True
         return False
 
-    def isr_change(self, now_ms: int, lag_max_ms: int, alive: set[int] | None = None) -> tuple[int, ...] | None:
-        """The ISR this leader should propose now, or None (nothing to change, or a change is in flight)."""
+    def isr_change(self, now_ms: int, lag_max_ms: int,
+                   epochs: Mapping[int, int] | None = None) -> tuple[int, ...] | None:
+        """The ISR this leader should propose now, or None (nothing to change, or a change is in flight).
+
+        ``epochs``: the live brokers and their current broker epochs; only a follower fetching as its
+        current incarnation may join."""
         if not self.is_leader or self.pending_isr is not None:
             return None
         hw = self.log.high_watermark
@@ -162,12 +203,27 @@ class Partition:
                 if lagging:
                     isr.remove(r)
             elif (state.log_end_offset >= hw and state.log_end_offset >= self.epoch_start_offset
-                  and state.log_end_offset >= 0 and (alive is None or r in alive)):
+                  and state.log_end_offset >= 0 and (epochs is None or self._current(r, state, epochs))):
                 isr.append(r)
         if self.local_id not in isr:
             isr.insert(0, self.local_id)
         new = tuple(r for r in self.replicas if r in isr)
         return new if set(new) != set(self.isr) else None
+
+    @staticmethod
+    def _current(broker: int, state: FollowerState, epochs: Mapping[int, int]) -> bool:
+        epoch = epochs.get(broker)
+        return epoch is not None and state.broker_epoch in (-1, epoch)
+
+    def joining_epoch(self, broker: int, epochs: Mapping[int, int]) -> int:
+        """The broker epoch to record for ``broker`` in a proposed ISR: the one it joined with if it
+        is a member, else the incarnation its fetches come from."""
+        if broker in self.isr_epochs:
+            return self.isr_epochs[broker]
+        state = self.followers.get(broker)
+        if state is not None and state.broker_epoch >= 0:
+            return state.broker_epoch
+        return epochs.get(broker, -1)
 
     def in_sync_count(self) -> int:
         return len(self.isr)

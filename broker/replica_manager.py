@@ -21,6 +21,18 @@ handed to the replica fetchers, leaders serve Produce, Fetch and ListOffsets.
   to the metadata store by compare-and-set and take effect when the image
   brings them back.
 
+* An ``acks=0``/``acks=1`` Produce needs proof of leadership
+  (:meth:`MetadataService.may_lead`): a broker that was paused or cut off from the
+  store past its lease answers NOT_LEADER_OR_FOLLOWER until it has caught up, so
+  nothing it acknowledges can be lost to a leader elected meanwhile.  Writes that
+  wait for the high watermark (acks=all, coordinator writes, markers) need none:
+  a leader is only ever elected from the ISR, whose members all have what the high
+  watermark covers — so they go on while the store is down for everyone.
+* Controlled shutdown (:meth:`ReplicaManager.hand_over_leadership`): the broker
+  stops appending to the partitions it leads, waits until their in-sync followers
+  have its whole log, and only then moves each leadership to one of them — so a
+  rolling restart loses no acknowledged record at any ``acks``.
+
 Components interested in leadership (the group coordinator for
 ``__consumer_offsets``) subscribe with :meth:`ReplicaManager.add_leadership_listener`.
 """
@@ -33,6 +45,7 @@ import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from broker.cluster.controller import PartitionChange
 from broker.cluster.image import MetadataDelta, MetadataImage
 from broker.cluster.kv import KVError
 from broker.cluster.records import PartitionRecord
@@ -215,6 +228,8 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock,
                                                            purge_interval=purge)
         self._isr_task: asyncio.Task[None] | None = None
+        #: set on follower progress and metadata changes while a controlled shutdown hands over
+        self._handover: asyncio.Event | None = None
         self._alter_tasks: set[asyncio.Task[None]] = set()
         #: checks transactional batches with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
@@ -244,8 +259,10 @@ class ReplicaManager:
                 touched.update((name, p) for p in t.partitions)
                 if any(tp[0] == name for tp in self.partitions):
                     self.logs.set_topic_configs(name, t.configs)
-        if delta.full:
+        if delta.full or self.local_id in delta.brokers_added:
+            # (a new incarnation of this broker: its leaderships of an earlier one are not followed)
             touched.update((p.topic, p.partition) for p in image.partitions())
+        if delta.full:
             for tp in list(self.partitions):
                 if image.partition(*tp) is None:
                     self._remove(tp, delete=False)
@@ -257,6 +274,8 @@ class ReplicaManager:
             self._apply_partition(image, tp, now)
         for broker in delta.brokers_removed:
             self.fetchers.leader_gone(broker)
+        if self._handover is not None:
+            self._handover.set()
 
     def _apply_partition(self, image: MetadataImage, tp: TopicPartition, now: int) -> None:
         pimg = image.partition(*tp)
@@ -277,7 +296,8 @@ class ReplicaManager:
             plog = self.logs.ensure_log(tp[0], tp[1], timg.topic_id, timg.configs)
             partition = Partition(tp[0], tp[1], timg.topic_id, self.local_id, plog)
             self.partitions[tp] = partition
-        role = partition.apply_record(pimg.record, pimg.replicas, pimg.mod_revision, now)
+        role = partition.apply_record(pimg.record, pimg.replicas, pimg.mod_revision, now,
+                                      self.metadata.broker_epoch)
         if role == "leader":
             self.fetchers.unfollow(tp)
             log.log(logging.DEBUG if is_internal_topic(tp[0]) else logging.INFO, "%s-%d: leader in epoch %d, ISR %s",
@@ -339,21 +359,32 @@ class ReplicaManager:
                 if partition.is_leader:
                     self._maybe_change_isr(partition, now)
 
+    def _broker_epochs(self) -> dict[int, int]:
+        return {node: reg.epoch for node, reg in self.image.brokers.items()}
+
     def _maybe_change_isr(self, partition: Partition, now: int) -> None:
-        new_isr = partition.isr_change(now, self.config.replica_lag_time_max_ms, set(self.image.brokers))
+        if partition.handing_over:
+            return  # the handover writes the partition's last record from here
+        epochs = self._broker_epochs()
+        new_isr = partition.isr_change(now, self.config.replica_lag_time_max_ms, epochs)
         if new_isr is None:
             return
         partition.pending_isr = new_isr
-        record = PartitionRecord(partition.leader, partition.leader_epoch, new_isr, partition.partition_epoch + 1)
+        member_epochs = tuple(partition.joining_epoch(r, epochs) for r in new_isr)
+        record = PartitionRecord(partition.leader, partition.leader_epoch, new_isr, partition.partition_epoch + 1,
+                                 member_epochs)
+        joining = {r: e for r, e in zip(new_isr, member_epochs, strict=True) if r not in partition.isr}
         shrink = len(new_isr) < len(partition.isr)
-        task = asyncio.ensure_future(self._alter_isr(partition, partition.record_revision, record, shrink))
+        task = asyncio.ensure_future(self._alter_isr(partition, partition.record_revision, record, shrink, joining))
         self._alter_tasks.add(task)
         task.add_done_callback(self._alter_tasks.discard)
 
-    async def _alter_isr(self, partition: Partition, revision: int, record: PartitionRecord, shrink: bool) -> None:
+    async def _alter_isr(self, partition: Partition, revision: int, record: PartitionRecord, shrink: bool,
+                         joining: dict[int, int]) -> None:
         before = list(partition.isr)
         try:
-            ok = await self.metadata.alter_partition(partition.topic, partition.partition, revision, record)
+            ok = await self.metadata.alter_partition(partition.topic, partition.partition, revision, record,
+                                                     joining)
         except KVError as exc:
             log.warning("%s-%d: ISR change to %s not written: %s", partition.topic, partition.partition,
                         list(record.isr), exc)
@@ -363,6 +394,91 @@ class ReplicaManager:
             log.info("%s-%d: ISR %s -> %s", partition.topic, partition.partition, before, list(record.isr))
         elif partition.pending_isr == record.isr:
             partition.pending_isr = None  # someone else changed the partition; the image will tell
+
+    # -- controlled shutdown -----------------------------------------------------------
+    def _successors(self, p: Partition) -> list[int]:
+        """Who may take ``p`` over from this broker: ISR members alive as the incarnation that
+        joined, not shutting down themselves, in assignment order."""
+        image = self.image
+        return [r for r in p.replicas
+                if r != self.local_id and r in p.isr and image.broker_epoch(r) >= 0
+                and p.isr_epochs.get(r, -1) in (-1, image.broker_epoch(r)) and not image.is_shutting_down(r)]
+
+    def _handover_change(self, p: Partition, successor: int) -> tuple[PartitionChange, int, int]:
+        isr = tuple(r for r in p.isr if r != self.local_id)
+        record = PartitionRecord(successor, p.leader_epoch + 1, isr, p.partition_epoch + 1,
+                                 tuple(p.isr_epochs.get(r, -1) for r in isr))
+        change = PartitionChange(p.topic, p.partition, p.record_revision, record, "controlled shutdown")
+        return change, successor, self.image.broker_epoch(successor)
+
+    async def hand_over_leadership(self, timeout_s: float) -> int:
+        """Controlled shutdown: move every leadership this broker holds to an in-sync follower that has
+        its whole log.  Appends stop first (NOT_LEADER_OR_FOLLOWER), so the log end stays put while
+        the followers fetch the rest; a partition moves as soon as all its in-sync followers have
+        everything (acks=all requests parked here are then answered), or, after half of
+        ``timeout_s``, as soon as one has; at the end, to the follower that has most.  A partition
+        no other in-sync replica can take stays here (and goes offline when the broker leaves).
+        Returns how many leaderships are left."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        deadline = start + timeout_s
+        self._handover = event = asyncio.Event()
+        written: dict[TopicPartition, int] = {}  # partition -> the record revision a move was written over
+        try:
+            while True:
+                event.clear()
+                now = loop.time()
+                final = now >= deadline
+                patient = now < start + timeout_s / 2
+                moves: list[tuple[PartitionChange, int, int]] = []
+                left = 0
+                for tp, p in self.partitions.items():
+                    if not p.is_leader:
+                        continue
+                    successors = self._successors(p)
+                    if not successors:
+                        continue  # nobody can take it: it stays writable until the broker stops
+                    left += 1
+                    if not p.handing_over:
+                        p.handing_over = True
+                        self._wake(tp)
+                    if written.get(tp) == p.record_revision:
+                        continue  # written; waiting for the image to bring it back
+                    caught_up = [r for r in successors if p.caught_up(r)]
+                    if caught_up and (not patient or len(caught_up) == len(successors)):
+                        moves.append(self._handover_change(p, caught_up[0]))
+                    elif final:
+                        best = max(successors, key=lambda r: p.followers[r].log_end_offset
+                                   if r in p.followers else -1)
+                        moves.append(self._handover_change(p, best))
+                if not left or (final and not moves):
+                    return left
+                if moves:
+                    for change, _, _ in moves:
+                        written[(change.topic, change.partition)] = change.expected_revision
+                    try:
+                        moved = await self.metadata.hand_over(moves)
+                    except KVError as exc:
+                        log.warning("controlled shutdown: handing leadership over failed: %s", exc)
+                        moved = set()
+                    for change, _, _ in moves:
+                        if (change.topic, change.partition) not in moved:
+                            written.pop((change.topic, change.partition), None)
+                    if final and not moved:
+                        return left
+                    if moved:
+                        continue
+                try:
+                    await asyncio.wait_for(event.wait(), max(0.0, min(0.1, deadline - loop.time())) or 0.01)
+                except TimeoutError:
+                    pass
+        finally:
+            self._handover = None
+
+    def answer_waiting_fetches(self) -> None:
+        """Shutting down: answer every parked Fetch now, with what it has."""
+        for op in self.fetch_purgatory.shutdown():
+            op.force_complete()
 
     # -- produce ---------------------------------------------------------------------
     def handle_produce(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj | None] | None:
@@ -476,6 +592,17 @@ class ReplicaManager:
             raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
         raise _NotLeader(f"broker {self.local_id} does not lead {topic}-{partition}")
 
+    def writable_partition(self, topic: str, partition: int, *, prove: bool = False) -> Partition:
+        """The partition to write to as leader: as :meth:`leader_partition`, and NOT_LEADER_OR_FOLLOWER
+        while the leadership is being handed over or, with ``prove`` (a write acknowledged before it
+        is replicated), cannot be proven (see the module docstring)."""
+        p = self.leader_partition(topic, partition)
+        if p.handing_over:
+            raise _NotLeader(f"broker {self.local_id} is handing {topic}-{partition} over (shutting down)")
+        if prove and not self.metadata.may_lead():
+            raise _NotLeader(f"broker {self.local_id} cannot prove it still leads {topic}-{partition}")
+        return p
+
     def _append_partition(self, topic: str, partition: int, records: memoryview | bytes | None, version: int, acks: int,
                           waits: list[_ProduceWait], guard: VerificationGuard | None = None) -> dict[str, Any]:
         if not records:
@@ -489,7 +616,7 @@ class ReplicaManager:
         if header.compression == ZSTD and version < 7:
             return self._produce_error(partition, E.UNSUPPORTED_COMPRESSION_TYPE)
         try:
-            p = self.leader_partition(topic, partition)
+            p = self.writable_partition(topic, partition, prove=acks != -1)
             plog = p.log
             min_isr = plog.config.min_insync_replicas
             if acks == -1 and len(p.isr) < min_isr:
@@ -551,7 +678,7 @@ class ReplicaManager:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[tuple[int, int]] = loop.create_future()
         try:
-            p = self.leader_partition(topic, partition)
+            p = self.writable_partition(topic, partition)
             if len(p.isr) < p.log.config.min_insync_replicas:
                 future.set_result((E.NOT_ENOUGH_REPLICAS, -1))
                 return future
@@ -593,7 +720,8 @@ class ReplicaManager:
                                              p.partition_max_bytes, index, p.get("current_leader_epoch", -1),
                                              p.get("last_fetched_epoch", -1)))
         if replica_id >= 0:
-            self._record_follower_fetch(replica_id, parts)
+            state = req.get("replica_state") if version >= 15 else None
+            self._record_follower_fetch(replica_id, parts, state.replica_epoch if state is not None else -1)
         listener = ctx.conn.listener.name
         body, ready = self.read_fetch(version, req, parts, replica_id, listener)
         min_bytes = max(1, min(req.min_bytes, req.max_bytes))
@@ -607,7 +735,9 @@ class ReplicaManager:
         self.fetch_purgatory.try_complete_else_watch(op, keys)
         return op.future
 
-    def _record_follower_fetch(self, replica_id: int, parts: list[_FetchPartition]) -> None:
+    def _record_follower_fetch(self, replica_id: int, parts: list[_FetchPartition], broker_epoch: int = -1) -> None:
+        if 0 <= broker_epoch < self.image.broker_epoch(replica_id):
+            return  # an earlier incarnation of that broker (KIP-380): its progress says nothing now
         now = _now_ms()
         for fp in parts:
             if fp.name is None:
@@ -617,9 +747,11 @@ class ReplicaManager:
                 continue
             if self._diverging(p, fp) is not None:
                 continue
-            moved = p.update_follower(replica_id, fp.fetch_offset, now)
+            moved = p.update_follower(replica_id, fp.fetch_offset, now, broker_epoch)
             if moved:
                 self._wake((p.topic, p.partition))
+            if self._handover is not None:
+                self._handover.set()
             if replica_id not in p.isr:
                 self._maybe_change_isr(p, now)
 
@@ -845,7 +977,7 @@ class ReplicaManager:
             for p in t.partitions:
                 entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
                 try:
-                    plog = self.leader_partition(t.name, p.partition_index).log
+                    plog = self.writable_partition(t.name, p.partition_index).log
                     offset = plog.high_watermark if p.offset == -1 else p.offset
                     if offset < 0 or offset > plog.high_watermark:
                         raise OffsetOutOfRangeError(f"offset {offset} beyond the high watermark")

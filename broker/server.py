@@ -676,15 +676,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.transport is not None:
             self.transport.abort()
 
-    def close_after_pending(self, reason: str) -> None:
+    def close_after_pending(self, reason: str, *, quiet: bool = False) -> None:
         """Stop reading; answer the requests already handled, then close (as Kafka does)."""
         if self.closed or self.closing:
             return
-        self._begin_closing(reason)
+        self._begin_closing(reason, quiet=quiet)
         self._run()
 
-    def _begin_closing(self, reason: str) -> None:
-        log.info("closing connection %s after pending responses: %s", self.peer, reason)
+    def _begin_closing(self, reason: str, *, quiet: bool = False) -> None:
+        log.log(logging.DEBUG if quiet else logging.INFO, "closing connection %s after pending responses: %s",
+                self.peer, reason)
         self.closing = True
         self.backlog.clear()
         if self.transport is not None and not self.paused_reading:
@@ -809,12 +810,19 @@ class KafkaServer:
                 if conn.last_active < cutoff and (not conn.pending or conn.out):
                     conn.fail("idle")
 
-    async def stop(self, grace_s: float = 5.0) -> None:
-        """Stop accepting, let in-flight requests finish (up to ``grace_s``), close connections."""
+    def stop_accepting(self) -> None:
+        """Accept no more connections and read no more requests; those already read are still answered."""
         for server in self.servers.values():
             server.close()
         if self._reaper is not None:
             self._reaper.cancel()
+            self._reaper = None
+        for conn in list(self.connections):
+            conn.close_after_pending("the broker is shutting down", quiet=True)
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting, let in-flight requests finish (up to ``grace_s``), close connections."""
+        self.stop_accepting()
         deadline = time.monotonic() + grace_s
         while any((c.pending or c.out) and not c.closed for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

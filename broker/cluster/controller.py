@@ -7,11 +7,17 @@ metadata image:
 * a partition with no record yet (a new topic or new partitions) starts with the
   first live replica of its assignment as leader and the live replicas as ISR;
 * a leader that is gone is replaced by the first replica, in assignment order,
-  that is alive and in the ISR; dead brokers leave every ISR, which is never
-  emptied — when its last member dies it stays listed and the leader becomes -1
-  (offline) until that broker returns, unless unclean election is enabled
-  (``unclean.leader.election.enable``, also per topic), which takes the first live
-  replica with an ISR of just itself;
+  that is alive and in the ISR (brokers in controlled shutdown last); dead brokers
+  leave every ISR, which is never emptied — when its last member dies it stays
+  listed and the leader becomes -1 (offline) until that broker returns, unless
+  unclean election is enabled (``unclean.leader.election.enable``, also per topic),
+  which takes the first live replica with an ISR of just itself;
+* broker epochs (KIP-380): each ISR member is recorded with the epoch of the
+  incarnation that joined; a broker that registered again since (a restart within
+  its session, a lost lease) counts as dead for that partition — it leaves the ISR
+  and is never leader at its old epoch — until it catches up and rejoins;
+* a broker in controlled shutdown gets no new leadership; the partitions it leads it
+  hands over itself once its followers have everything (see ``broker.replica_manager``);
 * the preferred replica (first in the assignment) takes leadership back when it
   is alive and in the ISR and its broker's share of non-preferred leaderships
   exceeds ``leader.imbalance.per.broker.percentage`` (checked every
@@ -80,10 +86,16 @@ def _unclean_allowed(image: MetadataImage, topic: str, settings: ControllerSetti
     return value.strip().lower() == "true"
 
 
-def _with_leader(p: PartitionImage, leader: int, isr: tuple[int, ...]) -> PartitionRecord:
+def _record(p: PartitionImage, image: MetadataImage, leader: int, isr: tuple[int, ...],
+            refresh: tuple[int, ...] = ()) -> PartitionRecord:
+    """The partition's next record: ``leader`` (a new leader epoch if it changes, or if it is a new
+    incarnation) and ``isr``, each member keeping the broker epoch it joined with, and those in
+    ``refresh`` taking their current one."""
     old = p.record
-    epoch = old.leader_epoch + 1 if leader != old.leader else old.leader_epoch
-    return PartitionRecord(leader, epoch, isr, old.partition_epoch + 1)
+    epoch = old.leader_epoch + 1 if leader != old.leader or leader in refresh else old.leader_epoch
+    epochs = tuple(image.broker_epoch(r) if r in refresh or old.epoch_of(r) < 0 else old.epoch_of(r)
+                   for r in isr)
+    return PartitionRecord(leader, epoch, isr, old.partition_epoch + 1, epochs)
 
 
 def _ordered(replicas: Iterable[int], keep: Callable[[int], bool]) -> tuple[int, ...]:
@@ -91,28 +103,40 @@ def _ordered(replicas: Iterable[int], keep: Callable[[int], bool]) -> tuple[int,
 
 
 def _fix_partition(image: MetadataImage, p: PartitionImage, settings: ControllerSettings) -> PartitionChange | None:
-    alive = image.is_alive
     rec = p.record
-    live_isr = _ordered(rec.isr, alive)
-    if rec.leader != NO_LEADER and alive(rec.leader):
+
+    def current(r: int) -> bool:
+        return image.is_current(rec, r)
+
+    live_isr = _ordered(rec.isr, current)
+    if rec.leader != NO_LEADER and current(rec.leader):
+        # Members that died, or came back as a new incarnation, leave the ISR (never emptied: the
+        # leader is in it).  A leader in controlled shutdown hands its partitions over itself.
         if live_isr != rec.isr:
-            isr = live_isr if live_isr else rec.isr
-            if isr != rec.isr:
-                return PartitionChange(p.topic, p.partition, p.mod_revision,
-                                       PartitionRecord(rec.leader, rec.leader_epoch, isr, rec.partition_epoch + 1),
-                                       "dead replicas leave the ISR")
+            return PartitionChange(p.topic, p.partition, p.mod_revision, _record(p, image, rec.leader, live_isr),
+                                   "dead or restarted replicas leave the ISR")
         return None
-    candidates = [r for r in p.replicas if r in live_isr]
+    # No leader, a dead one, or one that restarted (it may have lost what it had): elect another.
+    candidates = sorted((r for r in p.replicas if r in live_isr), key=image.is_shutting_down)
     if candidates:
-        return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, candidates[0], live_isr),
+        return PartitionChange(p.topic, p.partition, p.mod_revision, _record(p, image, candidates[0], live_isr),
                                "leader election from the ISR")
+    # Every ISR member is dead or a new incarnation: one that is back still holds the most that was
+    # acknowledged (as when a dead last member returns), so it leads, with its new epoch.
+    returned = [r for r in p.replicas if r in rec.isr and image.is_alive(r)]
+    if returned:
+        leader = returned[0]
+        return PartitionChange(p.topic, p.partition, p.mod_revision,
+                               _record(p, image, leader, (leader,), refresh=(leader,)),
+                               "leader election from the ISR (the last member is back)")
     if _unclean_allowed(image, p.topic, settings):
-        live = [r for r in p.replicas if alive(r)]
+        live = [r for r in p.replicas if image.is_alive(r)]
         if live:
-            return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, live[0], (live[0],)),
+            return PartitionChange(p.topic, p.partition, p.mod_revision,
+                                   _record(p, image, live[0], (live[0],), refresh=(live[0],)),
                                    "unclean leader election")
     if rec.leader != NO_LEADER:
-        return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, NO_LEADER, rec.isr),
+        return PartitionChange(p.topic, p.partition, p.mod_revision, _record(p, image, NO_LEADER, rec.isr),
                                "no live in-sync replica: offline")
     return None
 
@@ -126,8 +150,9 @@ def decide(image: MetadataImage, settings: ControllerSettings) -> list[Partition
             if p is None:
                 live = _ordered(replicas, image.is_alive)
                 if live:
-                    changes.append(PartitionChange(topic.name, index, 0, PartitionRecord(live[0], 0, live, 0),
-                                                   "new partition"))
+                    leader = sorted(live, key=image.is_shutting_down)[0]
+                    record = PartitionRecord(leader, 0, live, 0, tuple(image.broker_epoch(r) for r in live))
+                    changes.append(PartitionChange(topic.name, index, 0, record, "new partition"))
                 continue
             change = _fix_partition(image, p, settings)
             if change is not None:
@@ -136,27 +161,29 @@ def decide(image: MetadataImage, settings: ControllerSettings) -> list[Partition
 
 
 def elect_preferred(image: MetadataImage, p: PartitionImage) -> PartitionChange | None:
-    """Move leadership to the preferred replica if it is alive and in sync (None if not possible or no-op)."""
+    """Move leadership to the preferred replica if it is alive, in sync as the same incarnation and
+    not shutting down (None if not possible or no-op)."""
     preferred = p.replicas[0] if p.replicas else NO_LEADER
-    if preferred == p.leader or not image.is_alive(preferred) or preferred not in p.isr:
+    if (preferred == p.leader or preferred not in p.isr or not image.is_current(p.record, preferred)
+            or image.is_shutting_down(preferred)):
         return None
-    return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, preferred, p.isr),
+    return PartitionChange(p.topic, p.partition, p.mod_revision, _record(p, image, preferred, p.isr),
                            "preferred leader election")
 
 
 def elect_unclean(image: MetadataImage, p: PartitionImage) -> PartitionChange | None:
     """ElectLeaders(unclean) for an offline partition: the first live replica, ISR of itself."""
-    if p.leader != NO_LEADER and image.is_alive(p.leader):
+    if p.leader != NO_LEADER and image.is_current(p.record, p.leader):
         return None
-    live_isr = [r for r in p.replicas if r in p.isr and image.is_alive(r)]
+    live_isr = tuple(r for r in p.replicas if r in p.isr and image.is_current(p.record, r))
     if live_isr:
-        return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, live_isr[0], tuple(live_isr)),
+        return PartitionChange(p.topic, p.partition, p.mod_revision, _record(p, image, live_isr[0], live_isr),
                                "leader election from the ISR")
     live = [r for r in p.replicas if image.is_alive(r)]
     if not live:
         return None
-    return PartitionChange(p.topic, p.partition, p.mod_revision, _with_leader(p, live[0], (live[0],)),
-                           "unclean leader election")
+    return PartitionChange(p.topic, p.partition, p.mod_revision,
+                           _record(p, image, live[0], (live[0],), refresh=(live[0],)), "unclean leader election")
 
 
 def imbalanced_partitions(image: MetadataImage, settings: ControllerSettings) -> list[PartitionChange]:

@@ -129,6 +129,10 @@ class EtcdKV:
         self._closed = False
 
     @property
+    def leases_expire(self) -> bool:
+        return True
+
+    @property
     def description(self) -> str:
         eps = ",".join(f"{h}:{p}" for h, p in self.endpoints)
         return f"etcd://{eps} (namespace {self.namespace})"

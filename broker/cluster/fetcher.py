@@ -14,8 +14,9 @@ answer it
 * sets its high watermark to min(own log end, leader's) and moves its log start
   up to the leader's;
 * on OFFSET_OUT_OF_RANGE below the leader's log start, starts over at it;
-* on NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH waits
-  for the metadata image to say who leads now.
+* on FENCED_LEADER_EPOCH waits for the metadata image to say who leads now; on
+  NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH / an unknown partition (the leader has
+  not applied the record that made it leader yet) asks again after 50 ms.
 
 :class:`ReplicaFetcherManager` adds and removes partitions as leadership moves
 and owns the fetchers; both live on the event loop.  Fetchers connect to the
@@ -50,6 +51,8 @@ __all__ = ["FetcherSettings", "ReplicaFetcher", "ReplicaFetcherManager"]
 E = ErrorCode
 TopicPartition = tuple[str, int]
 FETCH_VERSION = 17
+#: how soon a partition the leader does not know as its own yet is fetched again
+METADATA_RACE_BACKOFF_MS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,10 +230,15 @@ class ReplicaFetcher:
             else:
                 self.delayed_until[tp] = time.monotonic() + self.manager.settings.backoff_ms / 1000
         else:
-            if code not in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH, E.UNKNOWN_LEADER_EPOCH,
-                            E.UNKNOWN_TOPIC_OR_PARTITION, E.UNKNOWN_TOPIC_ID):
+            backoff_ms = self.manager.settings.backoff_ms
+            if code in (E.NOT_LEADER_OR_FOLLOWER, E.UNKNOWN_LEADER_EPOCH, E.UNKNOWN_TOPIC_OR_PARTITION,
+                        E.UNKNOWN_TOPIC_ID):
+                # the leader has not taken in the record that made it leader yet (it arrives in a few
+                # milliseconds): ask again soon rather than leave the partition unreplicated for a backoff
+                backoff_ms = min(backoff_ms, METADATA_RACE_BACKOFF_MS)
+            elif code != E.FENCED_LEADER_EPOCH:
                 log.info("follower %s-%d: fetch error %s", p.topic, p.partition, error_name(code))
-            self.delayed_until[tp] = time.monotonic() + self.manager.settings.backoff_ms / 1000
+            self.delayed_until[tp] = time.monotonic() + backoff_ms / 1000
 
     def _truncate_diverged(self, p: Partition, epoch: int, end_offset: int) -> None:
         """KIP-595/KIP-279: cut back to where our history and the leader's agree."""

@@ -100,6 +100,8 @@ class MetadataDelta:
     full: bool = False
     brokers_added: set[int] = field(default_factory=set)
     brokers_removed: set[int] = field(default_factory=set)
+    #: registrations rewritten by the same incarnation (e.g. a broker entering controlled shutdown)
+    brokers_changed: set[int] = field(default_factory=set)
     topics_created: set[str] = field(default_factory=set)
     topics_deleted: dict[str, uuid.UUID] = field(default_factory=dict)
     topics_changed: set[str] = field(default_factory=set)
@@ -116,7 +118,8 @@ class MetadataDelta:
     acls_changed: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.full or self.brokers_added or self.brokers_removed or self.topics_created
+        return bool(self.full or self.brokers_added or self.brokers_removed or self.brokers_changed
+                    or self.topics_created
                     or self.topics_deleted or self.topics_changed or self.partitions_changed
                     or self.controller_changed or self.cluster_id_changed or self.broker_configs_changed
                     or self.group_configs_changed
@@ -130,6 +133,8 @@ class MetadataImage:
         self.revision = 0
         self.cluster_id: str | None = None
         self.brokers: dict[int, BrokerRegistration] = {}
+        #: the mod revision of each registration (what a write guards to know the broker unchanged)
+        self.broker_revisions: dict[int, int] = {}
         self.controller: ControllerRecord | None = None
         self.controller_epoch = 0
         self.controller_epoch_revision = 0
@@ -149,6 +154,24 @@ class MetadataImage:
     # -- queries ---------------------------------------------------------------------
     def is_alive(self, node_id: int) -> bool:
         return node_id in self.brokers
+
+    def broker_epoch(self, node_id: int) -> int:
+        """The registered incarnation of ``node_id`` (its registration's create revision); -1 if dead."""
+        reg = self.brokers.get(node_id)
+        return reg.epoch if reg is not None else -1
+
+    def is_shutting_down(self, node_id: int) -> bool:
+        reg = self.brokers.get(node_id)
+        return reg is not None and reg.shutting_down
+
+    def is_current(self, record: PartitionRecord, node_id: int) -> bool:
+        """``node_id`` is alive as the incarnation that joined ``record``'s ISR (or its epoch there is
+        unknown): the replica still holds what it had when it joined."""
+        reg = self.brokers.get(node_id)
+        if reg is None:
+            return False
+        joined = record.epoch_of(node_id)
+        return joined < 0 or joined == reg.epoch
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics.get(name)
@@ -195,6 +218,7 @@ class MetadataImage:
         # the containers are cleared in place: components hold references to them
         self.cluster_id = None
         self.brokers.clear()
+        self.broker_revisions.clear()
         self.controller = None
         self.controller_epoch = 0
         self.controller_epoch_revision = 0
@@ -243,9 +267,12 @@ class MetadataImage:
             reg = BrokerRegistration.decode(kv.value, epoch=kv.create_revision)
             old = self.brokers.get(ident)
             self.brokers[ident] = reg
+            self.broker_revisions[ident] = kv.mod_revision
             if old is None or old.epoch != reg.epoch:
                 delta.brokers_added.add(ident)
                 delta.brokers_removed.discard(ident)
+            elif old != reg:
+                delta.brokers_changed.add(ident)
         elif kind == "topic":
             record = TopicRecord.decode(kv.value)
             old_t = self.topics.get(ident)
@@ -321,9 +348,11 @@ class MetadataImage:
     def _delete(self, kv: KeyValue, delta: MetadataDelta) -> None:
         kind, ident = parse_key(kv.key)
         if kind == "broker":
+            self.broker_revisions.pop(ident, None)
             if self.brokers.pop(ident, None) is not None:
                 delta.brokers_removed.add(ident)
                 delta.brokers_added.discard(ident)
+                delta.brokers_changed.discard(ident)
         elif kind == "topic":
             self._drop_topic(ident, delta)
         elif kind == "partition":

@@ -204,6 +204,10 @@ class LocalKV:
         self._history: collections.deque[tuple[int, list[WatchEvent]]] = collections.deque(maxlen=4096)
 
     @property
+    def leases_expire(self) -> bool:
+        return self.expire_leases
+
+    @property
     def description(self) -> str:
         return f"local store {self._path or '(memory)'}"
 

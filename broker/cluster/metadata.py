@@ -9,15 +9,25 @@ producer-id blocks, elections, dynamic broker configs, users and ACLs) as compar
 transactions; :meth:`MetadataService.wait_for_revision` lets a writer wait until its write is
 in this broker's image (read-your-writes for the admin APIs).
 
-The store may be unreachable for a while: the broker keeps the image (and the
-leadership) it has, reports it (:attr:`store_connected`, logs), resumes the
-watch from the last revision it saw when the store returns, and re-registers
-if its lease expired meanwhile.  No election happens without the store.
+The store may be unreachable for a while: the broker keeps the image it has,
+reports it (:attr:`store_connected`, logs), resumes the watch from the last
+revision it saw when the store returns, and re-registers if its lease expired
+meanwhile.  No election happens without the store.  Leadership needs proof,
+though: :meth:`may_lead` is true only while the broker's lease is certainly
+alive (its last keep-alive was sent less than a lease ago) and its image holds its
+current registration — a broker that was paused or cut off past its lease (whose
+partitions others may lead by now) takes no writes until it has caught up.
+
+A failure the broker cannot live with — its node id registered by another live
+broker while its own lease had lapsed, or a background task dying — is reported
+to ``on_fatal`` (the broker then stops with an error) instead of leaving it
+running unregistered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -79,7 +89,8 @@ class MetadataSettings:
 
 class MetadataService:
     def __init__(self, kv: MetadataKV, registration: BrokerRegistration, settings: MetadataSettings, *,
-                 cluster_id_hint: str | None = None) -> None:
+                 cluster_id_hint: str | None = None,
+                 on_fatal: Callable[[BaseException], None] | None = None) -> None:
         self.kv = kv
         self.registration = registration
         self.node_id = registration.node_id
@@ -92,6 +103,11 @@ class MetadataService:
         self.broker_epoch = -1
         self.store_connected = False
         self.last_store_contact = time.monotonic()
+        #: until when (monotonic seconds) the lease is certainly alive: the last keep-alive's send time + TTL
+        self.lease_deadline = 0.0
+        self.lease_ttl_s = settings.session_timeout_ms / 1000
+        self.on_fatal = on_fatal
+        self._keepalive_now = asyncio.Event()
         self._subscribers: list[Subscriber] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._campaign = asyncio.Event()
@@ -123,7 +139,17 @@ class MetadataService:
         self._loaded.set()
         self._tasks = [asyncio.ensure_future(self._watch_loop()), asyncio.ensure_future(self._keepalive_loop()),
                        asyncio.ensure_future(self._campaign_loop())]
+        for task in self._tasks:
+            task.add_done_callback(self._task_done)
         self._campaign.set()
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or self._stopping:
+            return
+        exc = task.exception() or RuntimeError(f"{task.get_coro()!r} ended")
+        log.critical("broker %d lost its link to the cluster: %s", self.node_id, exc)
+        if self.on_fatal is not None:
+            self.on_fatal(exc)
 
     async def stop(self) -> None:
         """Leave the cluster: give up the controller role and the registration (controlled shutdown)."""
@@ -158,6 +184,7 @@ class MetadataService:
     async def _register(self) -> None:
         """Register under a new lease; a stale registration of this very data directory is taken over."""
         key = broker_key(self.node_id)
+        granted_at = time.monotonic()
         lease_id, ttl = await self.kv.grant_lease(self.settings.session_timeout_ms)
         value = self.registration.encode()
         for _ in range(3):
@@ -165,6 +192,8 @@ class MetadataService:
             current = result.gets[0][0] if result.gets and result.gets[0] else None
             if result.succeeded and current is not None:
                 self.lease_id = lease_id
+                self.lease_ttl_s = ttl / 1000
+                self.lease_deadline = granted_at + self.lease_ttl_s
                 self.broker_epoch = current.create_revision
                 self.last_store_contact = time.monotonic()
                 log.info("registered broker %d in %s (epoch %d, session %d ms)", self.node_id,
@@ -238,26 +267,63 @@ class MetadataService:
     async def _keepalive_loop(self) -> None:
         interval = max(0.1, self.settings.session_timeout_ms / 3000)
         while not self._stopping:
-            await asyncio.sleep(interval)
             try:
-                await self.kv.keep_alive(self.lease_id)
+                await asyncio.wait_for(self._keepalive_now.wait(), interval)
+            except TimeoutError:
+                pass
+            self._keepalive_now.clear()
+            sent = time.monotonic()
+            try:
+                ttl_ms = await self.kv.keep_alive(self.lease_id)
+                self.lease_deadline = max(self.lease_deadline, sent + ttl_ms / 1000)
                 self.last_store_contact = time.monotonic()
                 self.store_connected = True
             except LeaseNotFoundError:
-                log.warning("broker %d's registration lease expired; registering again", self.node_id)
+                log.warning("broker %d's registration lease expired; registering again as a new incarnation",
+                            self.node_id)
                 await self._reregister()
             except KVError as exc:
                 self._lost(exc)
+            except Exception:  # anything else: say so and keep the registration alive
+                log.exception("broker %d: keeping the registration alive failed; retrying", self.node_id)
 
     async def _reregister(self) -> None:
         try:
             await self._register()
             self._campaign.set()
-        except DuplicateBrokerError:
+        except DuplicateBrokerError as exc:
             log.critical("node id %d was taken by another broker while this one was away", self.node_id)
-            raise
+            self._stopping = True
+            if self.on_fatal is not None:
+                self.on_fatal(exc)
         except KVError as exc:
             self._lost(exc)
+
+    # -- leadership proof ------------------------------------------------------------
+    def may_lead(self) -> bool:
+        """True while this broker certainly still holds its registration, and its image includes it:
+        no other broker can have been given its leaderships because it was gone.  A store whose
+        leases never expire (one broker on its local store) always allows it."""
+        if not self.kv.leases_expire:
+            return True
+        if time.monotonic() >= self.lease_deadline:
+            self._keepalive_now.set()  # prove it again as soon as possible
+            return False
+        return self.image.broker_epoch(self.node_id) == self.broker_epoch
+
+    # -- controlled shutdown ---------------------------------------------------------
+    async def begin_shutdown(self) -> bool:
+        """Say in the registration that this broker is shutting down (the controller gives it no new
+        leadership; its peers hand it nothing).  False if the store refused or is unreachable."""
+        key = broker_key(self.node_id)
+        value = dataclasses.replace(self.registration, shutting_down=True).encode()
+        try:
+            result = await self.kv.txn([Compare(key, "create", "==", self.broker_epoch)],
+                                       [Put(key, value, lease=self.lease_id)])
+        except KVError as exc:
+            log.warning("could not announce the controlled shutdown: %s", exc)
+            return False
+        return result.succeeded
 
     async def _campaign_loop(self) -> None:
         while not self._stopping:
@@ -349,12 +415,42 @@ class MetadataService:
         result = await self.kv.txn([mod_is(key, expected_revision)], [op])
         return result.succeeded
 
+    def incarnation_checks(self, brokers: Mapping[int, int]) -> list[Compare]:
+        """Compares that hold while this broker and each of ``brokers`` (id -> broker epoch) are still
+        registered as those incarnations, and each of ``brokers`` has not begun a shutdown."""
+        checks = [Compare(broker_key(self.node_id), "create", "==", self.broker_epoch)]
+        for broker, epoch in brokers.items():
+            if broker == self.node_id:
+                continue
+            checks.append(Compare(broker_key(broker), "create", "==", epoch))
+            revision = self.image.broker_revisions.get(broker)
+            if revision is not None:
+                checks.append(mod_is(broker_key(broker), revision))
+        return checks
+
     async def alter_partition(self, topic: str, partition: int, expected_revision: int,
-                              record: PartitionRecord) -> bool:
-        """A leader's ISR change, applied only if nobody changed the partition meanwhile."""
+                              record: PartitionRecord, joining: Mapping[int, int] | None = None) -> bool:
+        """A leader's ISR change (Kafka's AlterPartition), applied only if nobody changed the partition
+        meanwhile, this broker is still the registered incarnation that leads it, and every broker
+        ``joining`` the ISR is alive as the incarnation given (id -> broker epoch)."""
         key = partition_key(topic, partition)
-        result = await self.kv.txn([mod_is(key, expected_revision)], [Put(key, record.encode())])
+        result = await self.kv.txn([mod_is(key, expected_revision), *self.incarnation_checks(joining or {})],
+                                   [Put(key, record.encode())])
         return result.succeeded
+
+    async def hand_over(self, changes: list[tuple[PartitionChange, int, int]]) -> set[tuple[str, int]]:
+        """Controlled shutdown: write leadership moves ``(change, successor, successor's broker epoch)``,
+        each only if the partition is unchanged, this broker still the registered incarnation and the
+        successor still alive as that incarnation and not shutting down.  Returns the partitions moved."""
+        moved: set[tuple[str, int]] = set()
+        for change, successor, epoch in changes:
+            key = partition_key(change.topic, change.partition)
+            result = await self.kv.txn([mod_is(key, change.expected_revision),
+                                        *self.incarnation_checks({successor: epoch})],
+                                       [Put(key, change.record.encode())])
+            if result.succeeded:
+                moved.add((change.topic, change.partition))
+        return moved
 
     async def elect(self, changes: list[PartitionChange]) -> set[tuple[str, int]]:
         """Write elections (ElectLeaders); returns the partitions written."""

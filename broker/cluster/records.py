@@ -142,13 +142,17 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistration:
-    """A live broker.  ``epoch`` is not stored: it is the key's create revision (KIP-380)."""
+    """A live broker.  ``epoch`` is not stored: it is the key's create revision (KIP-380), so a
+    broker that registers again (a restart, or a lease lost and taken anew) is a new incarnation
+    with a higher epoch.  ``shutting_down``: the broker is in a controlled shutdown — it hands its
+    leaderships over and must not be given new ones."""
 
     node_id: int
     endpoints: tuple[Endpoint, ...]
     rack: str | None = None
     dir_id: str = ""
     epoch: int = -1
+    shutting_down: bool = False
 
     def endpoint(self, listener: str | None = None) -> Endpoint | None:
         for ep in self.endpoints:
@@ -157,14 +161,17 @@ class BrokerRegistration:
         return None
 
     def encode(self) -> bytes:
-        return _dumps({"version": 1, "node_id": self.node_id, "rack": self.rack, "dir_id": self.dir_id,
-                       "endpoints": [e.to_json() for e in self.endpoints]})
+        doc: dict[str, Any] = {"version": 1, "node_id": self.node_id, "rack": self.rack, "dir_id": self.dir_id,
+                               "endpoints": [e.to_json() for e in self.endpoints]}
+        if self.shutting_down:
+            doc["shutting_down"] = True
+        return _dumps(doc)
 
     @classmethod
     def decode(cls, data: bytes, epoch: int = -1) -> BrokerRegistration:
         d = json.loads(data)
         return cls(int(d["node_id"]), tuple(Endpoint.from_json(e) for e in d["endpoints"]),
-                   d.get("rack"), str(d.get("dir_id", "")), epoch)
+                   d.get("rack"), str(d.get("dir_id", "")), epoch, bool(d.get("shutting_down", False)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,22 +219,42 @@ class PartitionRecord:
     ``leader_epoch`` rises with every leader change (including to no leader);
     ``partition_epoch`` with every change of this record.  ``isr`` is never empty:
     when its last live member dies it stays listed and the leader becomes -1.
+
+    ``isr_epochs`` (KIP-380/903): the broker epoch of each ISR member, in ``isr``'s order, as of
+    when it joined (-1, or none at all in records of older versions: unknown).  A member whose
+    broker has registered again since then is a new incarnation that may have lost what it had:
+    it leaves the ISR and is never leader at its old epoch.
     """
 
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int = 0
+    isr_epochs: tuple[int, ...] = ()
+
+    def epoch_of(self, broker: int) -> int:
+        """The broker epoch ``broker`` joined the ISR with (-1: unknown or not a member)."""
+        try:
+            index = self.isr.index(broker)
+        except ValueError:
+            return -1
+        return self.isr_epochs[index] if index < len(self.isr_epochs) else -1
 
     def encode(self) -> bytes:
-        return _dumps({"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                       "partition_epoch": self.partition_epoch})
+        doc: dict[str, Any] = {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                               "partition_epoch": self.partition_epoch}
+        if self.isr_epochs:
+            doc["isr_epochs"] = list(self.isr_epochs)
+        return _dumps(doc)
 
     @classmethod
     def decode(cls, data: bytes) -> PartitionRecord:
         d = json.loads(data)
-        return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(b) for b in d["isr"]),
-                   int(d.get("partition_epoch", 0)))
+        isr = tuple(int(b) for b in d["isr"])
+        epochs = tuple(int(e) for e in d.get("isr_epochs", ()))
+        if epochs and len(epochs) != len(isr):
+            raise ValueError("isr_epochs does not match the isr")
+        return cls(int(d["leader"]), int(d["leader_epoch"]), isr, int(d.get("partition_epoch", 0)), epochs)
 
 
 @dataclass(frozen=True, slots=True)

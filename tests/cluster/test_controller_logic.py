@@ -207,3 +207,100 @@ def test_imbalance_check_moves_leadership_back_to_preferred_replicas() -> None:
     moves = imbalanced_partitions(image, ControllerSettings(imbalance_percentage=10))
     assert sorted(c.partition for c in moves) == [0, 1]
     assert imbalanced_partitions(image, ControllerSettings(imbalance_percentage=25)) == []
+
+
+# -- broker epochs (KIP-380) and controlled shutdown -----------------------------------------
+
+def reregister(image: MetadataImage, node: int, *, shutting_down: bool = False) -> int:
+    """A new incarnation of ``node`` (a restart within its session): the same key, a new create revision."""
+    _rev[0] += 1
+    reg = BrokerRegistration(node, (Endpoint("PLAINTEXT", "h", 9000 + node),), shutting_down=shutting_down)
+    image.apply([WatchEvent("put", KeyValue(broker_key(node), reg.encode(), _rev[0], _rev[0], 1))])
+    return _rev[0]
+
+
+def epoch_part(image: MetadataImage, name: str, p: int, leader: int, epoch: int, isr: tuple[int, ...]) -> None:
+    """A partition record naming each ISR member's current incarnation."""
+    epochs = tuple(image.broker_epoch(r) for r in isr)
+    put(image, partition_key(name, p), PartitionRecord(leader, epoch, isr, 0, epochs).encode())
+
+
+def test_new_partitions_record_the_isr_members_epochs() -> None:
+    image = MetadataImage()
+    for b in (1, 2):
+        broker(image, b)
+    topic(image, "t", [(1, 2)])
+    apply_all(image)
+    p = image.partition("t", 0)
+    assert p is not None and p.record.isr_epochs == (image.broker_epoch(1), image.broker_epoch(2))
+
+
+def test_a_restarted_follower_leaves_the_isr_though_it_never_looked_dead() -> None:
+    image = MetadataImage()
+    for b in (1, 2, 3):
+        broker(image, b)
+    topic(image, "t", [(1, 2, 3)])
+    epoch_part(image, "t", 0, 1, 4, (1, 2, 3))
+    reregister(image, 3)  # restarted within its session: never removed from the image
+    [change] = apply_all(image)
+    p = image.partition("t", 0)
+    assert p is not None and (p.leader, p.leader_epoch, p.isr) == (1, 4, (1, 2))
+    assert change.reason == "dead or restarted replicas leave the ISR"
+
+
+def test_a_restarted_leader_is_never_leader_at_its_old_epoch() -> None:
+    image = MetadataImage()
+    for b in (1, 2, 3):
+        broker(image, b)
+    topic(image, "t", [(1, 2, 3)])
+    epoch_part(image, "t", 0, 1, 4, (1, 2, 3))
+    reregister(image, 1)
+    apply_all(image)
+    p = image.partition("t", 0)
+    assert p is not None and (p.leader, p.leader_epoch, p.isr) == (2, 5, (2, 3))
+
+
+def test_a_restarted_last_isr_member_leads_again_at_a_new_epoch() -> None:
+    image = MetadataImage()
+    for b in (1, 2):
+        broker(image, b)
+    topic(image, "t", [(1, 2)])
+    epoch_part(image, "t", 0, 1, 4, (1,))
+    new_epoch = reregister(image, 1)
+    apply_all(image)
+    p = image.partition("t", 0)
+    assert p is not None and (p.leader, p.leader_epoch, p.isr, p.record.isr_epochs) == (1, 5, (1,), (new_epoch,))
+    assert decide(image, ControllerSettings()) == []
+
+
+def test_records_without_epochs_are_taken_as_they_are() -> None:
+    image = MetadataImage()
+    for b in (1, 2):
+        broker(image, b)
+    topic(image, "t", [(1, 2)])
+    part(image, "t", 0, 1, 4, (1, 2))  # written before broker epochs were recorded
+    reregister(image, 2)
+    assert decide(image, ControllerSettings()) == []
+
+
+def test_brokers_shutting_down_get_no_new_leadership() -> None:
+    image = MetadataImage()
+    for b in (1, 2, 3):
+        broker(image, b)
+    topic(image, "t", [(1, 2, 3), (2, 1, 3)])
+    epoch_part(image, "t", 0, 1, 0, (1, 2, 3))
+    epoch_part(image, "t", 1, 1, 0, (2, 1, 3))  # led by 1, preferred 2
+    reg = BrokerRegistration(2, (Endpoint("PLAINTEXT", "h", 9002),), shutting_down=True)
+    _rev[0] += 1
+    delta = image.apply([WatchEvent("put", KeyValue(broker_key(2), reg.encode(), image.broker_epoch(2), _rev[0], 2))])
+    assert delta.brokers_changed == {2} and image.is_shutting_down(2)
+    p1 = image.partition("t", 1)
+    assert p1 is not None and elect_preferred(image, p1) is None
+    delete(image, broker_key(1))
+    apply_all(image)
+    p0 = image.partition("t", 0)
+    assert p0 is not None and p0.leader == 3  # 2 comes before 3 in the assignment, but is leaving
+    topic(image, "u", [(2, 3)])
+    apply_all(image)
+    u = image.partition("u", 0)
+    assert u is not None and u.leader == 3

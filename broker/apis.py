@@ -48,8 +48,12 @@ from protocol.api import (
     ApiKey,
     RequestHeaderData,
     ServerCodec,
+    decode_request_body,
     decode_request_header,
+    decode_response,
+    encode_request,
     encode_response_frame,
+    encode_response_parts,
     peek_header,
     response_parts,
     server_codec,
@@ -123,6 +127,17 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, Obj], "Obj | Awaitable[Obj] | None"]
+
+
+class _InProcessPeer:
+    """The connection-shaped peer of :meth:`KafkaApis.handle_in_process`: the broker itself."""
+
+    client_id = "kbroker-in-process"
+    client_host = "in-process"
+    session = None
+
+
+_IN_PROCESS: Any = _InProcessPeer()
 
 
 class KafkaApis:
@@ -265,6 +280,19 @@ class KafkaApis:
         nearest = min(max(version, api.min_version), api.max_version)
         body = error_response(key, nearest, api.request.default(nearest), E.UNSUPPORTED_VERSION)
         return self._respond(RequestContext(conn, header), body, version_override=nearest)
+
+    async def handle_in_process(self, api_key: int, version: int, body: dict[str, Any]) -> Obj:
+        """A request this broker makes of itself (its transaction coordinator's markers for its own
+        partitions, its partitions' checks with its own coordinator): encoded and decoded as on the
+        wire and handled at once — no connection, no login, no authorization (it is the broker's own
+        request).  Returns the response body as a client would read it."""
+        frame = memoryview(encode_request(api_key, version, 0, _IN_PROCESS.client_id, body))[4:]
+        header = decode_request_header(frame)
+        result = self.handlers[api_key](RequestContext(_IN_PROCESS, header), decode_request_body(header, frame))
+        if is_awaitable(result):
+            result = await result
+        response = b"".join(bytes(part) for part in encode_response_parts(api_key, version, 0, result))
+        return decode_response(api_key, version, memoryview(response)[4:])[1]
 
     async def _finish_async(self, ctx: RequestContext, pending: Awaitable[Obj | None]) -> Any:
         return self._respond(ctx, await pending)

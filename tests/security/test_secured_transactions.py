@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from secure_clients import Login, confluent_conf
+from secure_clients import Login, confluent_conf, create_topics_and_acls
 from security_helpers import Pki
 
 from broker.harness import BrokerProcess
@@ -85,30 +85,9 @@ def conf(broker: BrokerProcess, pki: Pki, listener: str, mechanism: str | None, 
 
 def prepare(admin_conf: dict[str, Any]) -> None:
     """The topics, and alice's ACLs: write and read the topics, her transactional ids and groups."""
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        NewTopic,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    admin = AdminClient(admin_conf)
-    for future in admin.create_topics([NewTopic(TOPIC, 3, 1), NewTopic(SOURCE, 1, 1)]).values():
-        future.result(TIMEOUT_S)
-
-    def acl(resource: Any, name: str, op: Any, prefixed: bool = False) -> Any:
-        return AclBinding(resource, name, ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL,
-                          "User:alice", "*", op, AclPermissionType.ALLOW)
-
-    bindings = [acl(ResourceType.TOPIC, "orders", AclOperation.WRITE, prefixed=True),
-                acl(ResourceType.TOPIC, "orders", AclOperation.READ, prefixed=True),
-                acl(ResourceType.TRANSACTIONAL_ID, "alice-", AclOperation.WRITE, prefixed=True),
-                acl(ResourceType.GROUP, "alice-", AclOperation.READ, prefixed=True)]
-    for future in admin.create_acls(bindings).values():
-        future.result(TIMEOUT_S)
+    create_topics_and_acls(admin_conf, {TOPIC: 3, SOURCE: 1}, [
+        ("User:alice", "TOPIC", "orders", "WRITE", True), ("User:alice", "TOPIC", "orders", "READ", True),
+        ("User:alice", "TRANSACTIONAL_ID", "alice-", "WRITE", True), ("User:alice", "GROUP", "alice-", "READ", True)])
 
 
 def test_transactions_commit_and_abort(secured: tuple[BrokerProcess, Setup], pki: Pki) -> None:

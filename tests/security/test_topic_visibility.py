@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from e2e.e2e_helpers import RawClient
-from secure_clients import Login, confluent_conf
+from secure_clients import Login, confluent_conf, create_topics_and_acls
 
 from broker.harness import BrokerProcess
 from protocol.api import ApiKey
@@ -68,26 +68,9 @@ def conf(broker: BrokerProcess, user: str) -> dict[str, Any]:
 
 
 def prepare(admin_conf: dict[str, Any]) -> None:
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        NewTopic,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    admin = AdminClient(admin_conf)
-    for future in admin.create_topics([NewTopic(PUBLIC, 2, 1), NewTopic(SECRET, 3, 1)]).values():
-        future.result(TIMEOUT_S)
-    bindings = [
-        AclBinding(ResourceType.TOPIC, PUBLIC, ResourcePatternType.LITERAL, "User:mallory", "*", op,
-                   AclPermissionType.ALLOW) for op in (AclOperation.READ, AclOperation.DESCRIBE)]
-    bindings.append(AclBinding(ResourceType.GROUP, "mallory-", ResourcePatternType.PREFIXED, "User:mallory", "*",
-                               AclOperation.READ, AclPermissionType.ALLOW))
-    for future in admin.create_acls(bindings).values():
-        future.result(TIMEOUT_S)
+    create_topics_and_acls(admin_conf, {PUBLIC: 2, SECRET: 3}, [
+        ("User:mallory", "TOPIC", PUBLIC, "READ", False), ("User:mallory", "TOPIC", PUBLIC, "DESCRIBE", False),
+        ("User:mallory", "GROUP", "mallory-", "READ", True)])
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = TIMEOUT_S) -> Any:

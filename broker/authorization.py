@@ -15,9 +15,13 @@ otherwise connections carry no authorization session and nothing here runs) and 
   (ListGroups, OffsetFetch of all topics), drops what may not be described.
 
 Metadata is authorized inside its handler (listing all topics leaves out what the principal may
-not DESCRIBE, named topics answer TOPIC_AUTHORIZATION_FAILED, auto-creation needs CREATE): see
-:meth:`RequestAuthorizer.visible_topic` and :meth:`RequestAuthorizer.may_create_topic`.
-Every refusal is counted (``AuthEvents.denied``).
+not DESCRIBE, named topics answer TOPIC_AUTHORIZATION_FAILED, a topic asked for by id is not named,
+auto-creation needs CREATE): see :meth:`RequestAuthorizer.visible_topic` and
+:meth:`RequestAuthorizer.may_create_topic`.  A KIP-848 member's regular expression is resolved by the
+group coordinator over the topics its principal may DESCRIBE: the coordinator is handed that
+predicate (:meth:`RequestAuthorizer.describable_topics`), never the authorizer.  Classic groups'
+member metadata and assignments (DescribeGroups) are the clients' own bytes and pass unfiltered, as
+in Kafka.  Every refusal is counted (``AuthEvents.denied``).
 """
 
 from __future__ import annotations

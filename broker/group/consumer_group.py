@@ -381,6 +381,8 @@ class ConsumerGroups:
         for gid in sorted(gids):
             group = self.groups.get(gid)
             if group is None:
+                self._regex_views.pop(gid, None)
+                self._stale_regexes.discard(gid)
                 continue
             log.info("consumer group %s: a write failed; back to epoch %d as stored", gid, group.group_epoch)
             for member in group.members.values():

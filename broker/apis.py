@@ -48,8 +48,12 @@ from protocol.api import (
     ApiKey,
     RequestHeaderData,
     ServerCodec,
+    decode_request_body,
     decode_request_header,
+    decode_response,
+    encode_request,
     encode_response_frame,
+    encode_response_parts,
     peek_header,
     response_parts,
     server_codec,
@@ -125,6 +129,17 @@ class RequestContext:
 Handler = Callable[[RequestContext, Obj], "Obj | Awaitable[Obj] | None"]
 
 
+class _InProcessPeer:
+    """The connection-shaped peer of :meth:`KafkaApis.handle_in_process`: the broker itself."""
+
+    client_id = "kbroker-in-process"
+    client_host = "in-process"
+    session = None
+
+
+_IN_PROCESS: Any = _InProcessPeer()
+
+
 class KafkaApis:
     """Decodes requests, dispatches them, and translates between wire shapes and the broker's parts.
 
@@ -191,7 +206,7 @@ class KafkaApis:
             ApiKey.LIST_GROUPS: groups.handle,
             ApiKey.DELETE_GROUPS: groups.handle,
             ApiKey.OFFSET_DELETE: groups.handle,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: groups.handle,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: self.consumer_group_heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: groups.handle,
             ApiKey.TXN_OFFSET_COMMIT: groups.handle,
             ApiKey.ADD_PARTITIONS_TO_TXN: txns.handle,
@@ -266,6 +281,19 @@ class KafkaApis:
         body = error_response(key, nearest, api.request.default(nearest), E.UNSUPPORTED_VERSION)
         return self._respond(RequestContext(conn, header), body, version_override=nearest)
 
+    async def handle_in_process(self, api_key: int, version: int, body: dict[str, Any]) -> Obj:
+        """A request this broker makes of itself (its transaction coordinator's markers for its own
+        partitions, its partitions' checks with its own coordinator): encoded and decoded as on the
+        wire and handled at once — no connection, no login, no authorization (it is the broker's own
+        request).  Returns the response body as a client would read it."""
+        frame = memoryview(encode_request(api_key, version, 0, _IN_PROCESS.client_id, body))[4:]
+        header = decode_request_header(frame)
+        result = self.handlers[api_key](RequestContext(_IN_PROCESS, header), decode_request_body(header, frame))
+        if is_awaitable(result):
+            result = await result
+        response = b"".join(bytes(part) for part in encode_response_parts(api_key, version, 0, result))
+        return decode_response(api_key, version, memoryview(response)[4:])[1]
+
     async def _finish_async(self, ctx: RequestContext, pending: Awaitable[Obj | None]) -> Any:
         return self._respond(ctx, await pending)
 
@@ -330,6 +358,9 @@ class KafkaApis:
         image = self.image
         session = ctx.conn.session
         denied: set[str] = set()
+        #: v12+: the topics asked for by id (name -> id), and the ids that name no topic
+        by_id: dict[str, Any] = {}
+        unknown_ids: list[Any] = []
         if requested is None or (version == 0 and not requested):
             names = sorted(image.topics)
             if session is not None:  # listing all: leave out what the principal may not describe
@@ -340,7 +371,11 @@ class KafkaApis:
             for t in requested:
                 name = t.get("name")
                 if name is None and t.get("topic_id") is not None:
-                    name = image.topic_name(t["topic_id"]) or ""
+                    name = image.topic_name(t["topic_id"])
+                    if name is None:
+                        unknown_ids.append(t["topic_id"])
+                        continue
+                    by_id[name] = t["topic_id"]
                 names.append(name)
             if session is not None:
                 denied = {n for n in dict.fromkeys(names) if valid_topic_name(n)
@@ -353,8 +388,16 @@ class KafkaApis:
             denied |= refused
             missing = [n for n in missing if n not in refused]
         errors = dict.fromkeys(denied, int(E.TOPIC_AUTHORIZATION_FAILED))
+        # asked for by id: an unknown id is said so, and a topic the principal may not describe keeps
+        # its name (Kafka answers the id it was asked for, with a null name)
+        first = [{"error_code": E.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id, "partitions": [],
+                  "is_internal": False} for topic_id in unknown_ids]
+        for name in [n for n in dict.fromkeys(names) if n in by_id and n in denied]:
+            first.append({"error_code": E.TOPIC_AUTHORIZATION_FAILED, "name": None, "topic_id": by_id[name],
+                          "partitions": [], "is_internal": False})
+            names = [n for n in names if n != name]
         if not missing:
-            return self._metadata_body(ctx, req, names, errors)
+            return self._metadata_body(ctx, req, names, errors, first)
         return self._metadata_after_create(ctx, req, names, missing, errors)
 
     async def _metadata_after_create(self, ctx: RequestContext, req: Obj, names: list[str], missing: list[str],
@@ -369,13 +412,15 @@ class KafkaApis:
                     errors[name] = exc.code
         return self._metadata_body(ctx, req, names, errors)
 
-    def _metadata_body(self, ctx: RequestContext, req: Obj, names: list[str], errors: dict[str, int]) -> Obj:
+    def _metadata_body(self, ctx: RequestContext, req: Obj, names: list[str], errors: dict[str, int],
+                       first: list[dict[str, Any]] | None = None) -> Obj:
+        """The answer: ``first`` (entries already made), then each of ``names``."""
         session = ctx.conn.session
         cluster_ops = NO_OPERATIONS
         if session is not None and req.get("include_cluster_authorized_operations"):
             cluster_ops = self.authz.authorized_operations(session, ResourceType.CLUSTER, "kafka-cluster")
         topic_ops = session is not None and bool(req.get("include_topic_authorized_operations"))
-        topics = []
+        topics = list(first or ())
         for name in names:
             entry = self._topic_metadata(name, errors.get(name))
             if topic_ops and not entry["error_code"] and session is not None:
@@ -577,6 +622,10 @@ class KafkaApis:
         return Obj(throttle_time_ms=0, filter_results=[
             {"error_code": int(code), "error_message": message, "matching_acls": [b.deleted_entry() for b in matched]}
             for code, message, matched in results])
+
+    def consumer_group_heartbeat(self, ctx: RequestContext, req: Obj) -> Any:
+        """The group coordinator resolves the member's regex over what its principal may DESCRIBE."""
+        return self.groups.handle(ctx, req, topic_view=self.authz.describable_topics(ctx.conn.session))
 
     def init_producer_id(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj]:
         if req.transactional_id is not None:

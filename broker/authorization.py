@@ -15,9 +15,13 @@ otherwise connections carry no authorization session and nothing here runs) and 
   (ListGroups, OffsetFetch of all topics), drops what may not be described.
 
 Metadata is authorized inside its handler (listing all topics leaves out what the principal may
-not DESCRIBE, named topics answer TOPIC_AUTHORIZATION_FAILED, auto-creation needs CREATE): see
-:meth:`RequestAuthorizer.visible_topic` and :meth:`RequestAuthorizer.may_create_topic`.
-Every refusal is counted (``AuthEvents.denied``).
+not DESCRIBE, named topics answer TOPIC_AUTHORIZATION_FAILED, a topic asked for by id is not named,
+auto-creation needs CREATE): see :meth:`RequestAuthorizer.visible_topic` and
+:meth:`RequestAuthorizer.may_create_topic`.  A KIP-848 member's regular expression is resolved by the
+group coordinator over the topics its principal may DESCRIBE: the coordinator is handed that
+predicate (:meth:`RequestAuthorizer.describable_topics`), never the authorizer.  Classic groups'
+member metadata and assignments (DescribeGroups) are the clients' own bytes and pass unfiltered, as
+in Kafka.  Every refusal is counted (``AuthEvents.denied``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from broker.error_response import error_response
@@ -152,7 +157,7 @@ class RequestAuthorizer:
             ApiKey.OFFSET_COMMIT: _offset_commit,
             ApiKey.OFFSET_FETCH: _offset_fetch,
             ApiKey.DESCRIBE_GROUPS: _describe_groups,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: _group_request(Op.READ),
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
             ApiKey.CONSUMER_GROUP_DESCRIBE: _consumer_group_describe,
             ApiKey.LIST_GROUPS: _list_groups,
             ApiKey.DELETE_GROUPS: _delete_groups,
@@ -200,6 +205,14 @@ class RequestAuthorizer:
             return True
         self.events.denied(APIS[ApiKey.METADATA].name, TOPIC.name)
         return False
+
+    @staticmethod
+    def describable_topics(session: AuthorizationSession | None) -> Callable[[str], bool] | None:
+        """Whether the session's principal may DESCRIBE a topic, as a predicate (None: authorization is
+        off, every topic may be described) — what a consumer group resolves a member's regex with."""
+        if session is None:
+            return None
+        return partial(session.authorize, Op.DESCRIBE, TOPIC)
 
     @staticmethod
     def authorized_operations(session: AuthorizationSession, resource_type: ResourceType, name: str) -> int:
@@ -653,15 +666,57 @@ def _describe_groups(r: _Request) -> Verdict:
     return Partial(_with(req, groups=kept), merge)
 
 
+def _consumer_group_heartbeat(r: _Request) -> Verdict:
+    """ConsumerGroupHeartbeat: READ on the group, and DESCRIBE on every topic the member subscribes to by
+    name (a topic it may not see is never assigned to it, nor its id and partitions shown)."""
+    req = r.req
+    if not r.allowed(Op.READ, GROUP, req.group_id):
+        return Deny(r.error_body(E.GROUP_AUTHORIZATION_FAILED))
+    names = dict.fromkeys(req.subscribed_topic_names or ())
+    if not all([r.allowed(Op.DESCRIBE, TOPIC, name) for name in names]):  # every refusal counted
+        return Deny(r.error_body(E.TOPIC_AUTHORIZATION_FAILED))
+    return None
+
+
+#: ConsumerGroupDescribe's answer for a group whose assignments name a topic the principal may not see
+_HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
+
+
 def _consumer_group_describe(r: _Request) -> Verdict:
-    """ConsumerGroupDescribe: DESCRIBE on each group (the others get GROUP_AUTHORIZATION_FAILED)."""
+    """ConsumerGroupDescribe: DESCRIBE on each group (the others get GROUP_AUTHORIZATION_FAILED); a group
+    whose members' assignments (current or target) name a topic the principal may not DESCRIBE is
+    answered TOPIC_AUTHORIZATION_FAILED without its members, as Kafka does; the groups' authorized
+    operations when asked for."""
     kept, denied = _split(r.req.group_ids, lambda g: r.allowed(Op.DESCRIBE, GROUP, g))
-    if not denied:
-        return None
     extra = [{"error_code": E.GROUP_AUTHORIZATION_FAILED, "error_message": None, "group_id": g, "group_state": "",
               "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": [],
               "authorized_operations": _NO_OPERATIONS} for g in denied]
-    return Partial(_with(r.req, group_ids=kept), _merge_list("groups", extra))
+    with_operations = bool(r.req.get("include_authorized_operations"))
+    session = r.session
+
+    def visible(group: Any) -> bool:
+        names = {tp["topic_name"] for m in group.get("members") or ()
+                 for assignment in (m["assignment"], m["target_assignment"])
+                 for tp in assignment["topic_partitions"]}
+        return all([r.allowed(Op.DESCRIBE, TOPIC, name) for name in sorted(names) if name])
+
+    def merge(body: Any) -> Any:
+        groups = []
+        for g in body.get("groups") or []:
+            if g.get("error_code"):
+                groups.append(g)
+                continue
+            if not visible(g):
+                g = {"error_code": E.TOPIC_AUTHORIZATION_FAILED, "error_message": _HIDDEN_TOPICS,
+                     "group_id": g["group_id"], "group_state": "", "group_epoch": 0, "assignment_epoch": 0,
+                     "assignor_name": "", "members": [], "authorized_operations": _NO_OPERATIONS}
+            elif with_operations:
+                g["authorized_operations"] = RequestAuthorizer.authorized_operations(session, GROUP, g["group_id"])
+            groups.append(g)
+        body["groups"] = groups + extra
+        return body
+
+    return Partial(_with(r.req, group_ids=kept), merge)
 
 
 def _list_groups(r: _Request) -> Verdict:

@@ -8,6 +8,8 @@ The known settings are exactly the fields of :class:`BrokerConfig` (a field adde
 setting at once).  A key that names none of them — in ``--set``, the TOML file or a ``KBROKER_*``
 variable — is refused with :class:`ConfigError` naming the key and the closest known one, as is a
 value that does not parse; ``python -m broker`` prints that one line and exits with code 2.
+A setting whose value is a secret is declared so (``_secret()``, field metadata :data:`SENSITIVE`):
+it stays out of ``repr`` and DescribeConfigs reports it sensitive, without its value.
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ from pathlib import Path
 from typing import Any
 
 ENV_PREFIX = "KBROKER_"
+
+#: field metadata key: the setting's value is a secret (Kafka's PASSWORD type) — never in ``repr``,
+#: and DescribeConfigs reports it sensitive, without its value
+SENSITIVE = "sensitive"
+
+
+def _secret() -> Any:
+    """The declaration of a secret setting (unset by default)."""
+    return field(default=None, repr=False, metadata={SENSITIVE: True})
 
 
 @dataclass
@@ -73,7 +84,7 @@ class BrokerConfig:
     inter_broker_listener_name: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
-    ssl_keyfile_password: str | None = field(default=None, repr=False)
+    ssl_keyfile_password: str | None = _secret()
     ssl_cafile: str | None = None
     ssl_client_auth: str = "none"
     #: https: a broker connecting to another over TLS checks the host name in its certificate; "" does not
@@ -91,7 +102,7 @@ class BrokerConfig:
     #: how this broker authenticates to others on a SASL inter-broker listener
     sasl_mechanism_inter_broker_protocol: str = "SCRAM-SHA-512"
     inter_broker_sasl_username: str | None = None
-    inter_broker_sasl_password: str | None = field(default=None, repr=False)
+    inter_broker_sasl_password: str | None = _secret()
     authorizer_enabled: bool = False
     super_users: str | None = None
     allow_everyone_if_no_acl_found: bool = False
@@ -308,6 +319,12 @@ def setting_name(key: str) -> str | None:
     """The field behind a setting written any way (``log.retention.ms``, ``log_retention_ms``); None if none."""
     name = _normalise(key)
     return name if name in _FIELDS else None
+
+
+def is_sensitive(key: str) -> bool:
+    """Whether the setting behind ``key`` (any spelling) is declared secret (see :data:`SENSITIVE`)."""
+    name = setting_name(key)
+    return name is not None and bool(_FIELDS[name].metadata.get(SENSITIVE))
 
 
 def parse_setting(key: str, raw: Any, source: str = "setting") -> Any:

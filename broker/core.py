@@ -212,8 +212,10 @@ class BrokerCore:
 
     def _transaction_service(self, image: MetadataImage) -> TransactionService:
         """The transaction coordinator's service and what it talks to other brokers with: markers to
-        partition leaders, and the leaders' checks with coordinators (the replica manager's verifier)."""
+        partition leaders, and the leaders' checks with coordinators (the replica manager's verifier).
+        Those meant for this broker itself are handled in process (no connection, no login)."""
         from broker.cluster.channel import BrokerChannel
+        from broker.txn.channel import TxnChannel
         from broker.txn.markers import TxnMarkerSender
         from broker.txn.verifier import TxnVerifier
         from broker.txn_service import TransactionService
@@ -224,10 +226,12 @@ class BrokerCore:
         security = self._inter_broker_security()
         timeout = config.transaction_marker_request_timeout_ms
 
-        def channel(purpose: str) -> BrokerChannel:
-            return BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
-                                 client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout,
-                                 listener=listener, security=security)
+        def channel(purpose: str) -> TxnChannel:
+            remote = BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
+                                   client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout,
+                                   listener=listener, security=security)
+            return TxnChannel(config.node_id, remote, lambda api_key, version, body:
+                              self.apis.handle_in_process(api_key, version, body))
 
         def leader_of(topic: str, partition: int) -> int | None:
             part = image.partition(topic, partition)

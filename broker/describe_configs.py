@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.broker_loggers import describe_loggers
-from broker.config import BrokerConfig, is_dynamic, setting_name
+from broker.config import BrokerConfig, is_dynamic, is_sensitive, setting_name
 from broker.dynamic_config import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
@@ -34,7 +34,6 @@ from broker.dynamic_config import (
 )
 from broker.group.group_configs import GROUP_CONFIGS, effective_group_configs
 from broker.log.config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS
-from broker.logging_setup import looks_secret
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -186,7 +185,8 @@ def describe_resource(view: ConfigView, resource: Any, include_synonyms: bool, i
     for key, (value, source, synonyms) in entries.items():
         if keys is not None and key not in keys:
             continue
-        sensitive = rtype == BROKER and looks_secret(key)  # reported without its value, as Kafka does
+        # a setting declared secret (Kafka: PASSWORD-typed) is reported without its value
+        sensitive = rtype == BROKER and is_sensitive(key)
         result["configs"].append({
             "name": key, "value": None if sensitive else value, "read_only": read_only and not is_dynamic(key),
             "config_source": source, "is_sensitive": sensitive,

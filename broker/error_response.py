@@ -35,9 +35,12 @@ def error_response(api_key: int, version: int, request: Obj, code: int) -> Obj:
             for t in request.topics
         ]
         body["error_code"] = 0
-    elif api_key == ApiKey.FIND_COORDINATOR and version >= 4:
-        body["coordinators"] = [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code}
-                                for k in request.coordinator_keys]
+    elif api_key == ApiKey.FIND_COORDINATOR:  # no coordinator: Kafka's "no node" (-1, "", -1)
+        if version >= 4:
+            body["coordinators"] = [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code}
+                                    for k in request.coordinator_keys]
+        else:
+            body.update(node_id=-1, host="", port=-1)
     elif api_key == ApiKey.OFFSET_COMMIT or api_key == ApiKey.LIST_OFFSETS:
         body["topics"] = [{"name": t.name, "partitions": [
             {"partition_index": p.partition_index, "error_code": code} for p in t.partitions]} for t in request.topics]

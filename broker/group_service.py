@@ -29,7 +29,7 @@ from broker.config import consumer_group_assignors
 from broker.coordinator_runtime import CoordinatorRuntime, Shard, now_ms
 from broker.error_response import error_response
 from broker.group.config import GroupConfig
-from broker.group.consumer_group import ConsumerGroupConfig, TopicCatalog
+from broker.group.consumer_group import ConsumerGroupConfig, TopicCatalog, TopicView
 from broker.group.coordinator import Effects, GroupCoordinator
 from broker.group.partitioning import coordinator_partition
 from broker.internal_topics import OFFSETS_TOPIC
@@ -164,7 +164,9 @@ class GroupService:
                 self._generations.pop(group_id, None)
 
     # -- requests --------------------------------------------------------------------
-    def handle(self, ctx: RequestContext, req: Obj) -> Any:
+    def handle(self, ctx: RequestContext, req: Obj, *, topic_view: TopicView = None) -> Any:
+        """One group request; ``topic_view`` (ConsumerGroupHeartbeat): which topics the member's principal
+        may DESCRIBE (None: all), what its regular expression resolves over."""
         header = ctx.header
         key, version = header.api_key, header.api_version
         if key in _MULTI_GROUP:
@@ -183,7 +185,7 @@ class GroupService:
             return error_response(key, version, req, code)
         if key == ApiKey.TXN_OFFSET_COMMIT and self.txn_verifier is not None:
             return self._txn_offset_commit(shard, ctx, req)
-        return self._run(shard, ctx, req)
+        return self._run(shard, ctx, req, topic_view)
 
     async def _txn_offset_commit(self, shard: GroupShard, ctx: RequestContext, req: Obj) -> Any:
         """TxnOffsetCommit: first check with the producer's transaction coordinator that this offsets
@@ -212,14 +214,14 @@ class GroupService:
     def _shard_for(self, group_id: str) -> tuple[GroupShard | None, int]:
         return self.runtime.shard(self.partition_for(group_id))
 
-    def _run(self, shard: GroupShard, ctx: RequestContext, req: Any) -> Any:
+    def _run(self, shard: GroupShard, ctx: RequestContext, req: Any, topic_view: TopicView = None) -> Any:
         """Run one request on a shard: the response now, or a future when it waits (parked or writing)."""
         key, version = ctx.header.api_key, ctx.version
         now = now_ms()
 
         def call(coordinator: GroupCoordinator, token: Hashable) -> Effects:
             return coordinator.handle(key, now, version, req, token, client_id=ctx.client_id,
-                                      client_host=ctx.client_host)
+                                      client_host=ctx.client_host, topic_view=topic_view)
 
         result = self.runtime.run(shard, call, lambda code: error_response(key, version, req, code))
         if key in _MEMBERSHIP:

@@ -7,6 +7,13 @@ partition is handed to a member only once its previous owner has released it (Ka
 ``CurrentAssignmentBuilder``).  Subscriptions (topic names or ``subscribed_topic_regex``) are
 resolved here against the broker's metadata (a narrow :class:`TopicCatalog`).
 
+A regular expression resolves only to topics the member may DESCRIBE, as Kafka's: the heartbeat of a
+member subscribing with one brings its principal's view (a :data:`TopicView` predicate, None when
+authorization is off; topic names it subscribes to were checked before the heartbeat got here), and
+the group's regexes are resolved with the view of the latest such member.  The resolved topics are
+what the group's regular-expression records keep.  A view lives in memory only: after a load, a
+re-resolution (new topics) waits for the next heartbeat of a member subscribing with a regex.
+
 Every state change is a record in Kafka's ``__consumer_offsets`` format (record types 3-8 and 16,
 value version 0).  A change is made by *emitting* a record: :meth:`ConsumerGroups._emit` applies it
 through :meth:`ConsumerGroups.replay` — the same code the shard's load runs — and queues it for the
@@ -55,13 +62,15 @@ from .group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, group_config_val
 from .timers import KeyedTimers
 
 __all__ = ["CONSUMER_RECORD_TYPES", "TIMER_KINDS", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroups",
-           "ConsumerMember", "MemberState", "TopicCatalog"]
+           "ConsumerMember", "MemberState", "TopicCatalog", "TopicView"]
 
 log = logging.getLogger(__name__)
 E = ErrorCode
 
 Response = dict[str, Any]
 Record = tuple[bytes, bytes | None]
+#: whether a member's principal may DESCRIBE a topic (by name); None: every topic may be described
+TopicView = Callable[[str], bool] | None
 
 LEAVE_EPOCH = -1
 LEAVE_STATIC_EPOCH = -2
@@ -292,6 +301,11 @@ class ConsumerGroups:
         self._committed: dict[str, dict[bytes, bytes]] = {}
         self._now = 0
         self._epoch_bumps = 0
+        #: group id -> the topic view its regexes are resolved with (see the module doc); a group
+        #: missing here has no known view yet
+        self._regex_views: dict[str, TopicView] = {}
+        #: groups whose regexes must be resolved again once a view is known (topics changed meanwhile)
+        self._stale_regexes: set[str] = set()
 
     def session_timeout_ms(self, group_id: str) -> int:
         """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's."""
@@ -367,6 +381,8 @@ class ConsumerGroups:
         for gid in sorted(gids):
             group = self.groups.get(gid)
             if group is None:
+                self._regex_views.pop(gid, None)
+                self._stale_regexes.discard(gid)
                 continue
             log.info("consumer group %s: a write failed; back to epoch %d as stored", gid, group.group_epoch)
             for member in group.members.values():
@@ -474,8 +490,10 @@ class ConsumerGroups:
 
     # ================================================================ heartbeat
 
-    def heartbeat(self, now_ms: int, version: int, req: Any, client_id: str, client_host: str) -> Response:
-        """ConsumerGroupHeartbeat v0-1: the response; records to write come out of :meth:`drain`."""
+    def heartbeat(self, now_ms: int, version: int, req: Any, client_id: str, client_host: str,
+                  view: TopicView = None) -> Response:
+        """ConsumerGroupHeartbeat v0-1: the response; records to write come out of :meth:`drain`.
+        ``view``: which topics the member's principal may DESCRIBE (None: all)."""
         self._now = now_ms
         g = req.get
         try:
@@ -483,7 +501,7 @@ class ConsumerGroups:
             epoch = g("member_epoch")
             if epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
                 return self._leave(g("group_id"), g("member_id") or "", g("instance_id"), epoch)
-            return self._heartbeat(now_ms, req, client_id, client_host)
+            return self._heartbeat(now_ms, req, client_id, client_host, view)
         except _Fail as fail:
             log.debug("consumer group %s: heartbeat of %s (epoch %s) refused: %s %s", g("group_id"), g("member_id"),
                       g("member_epoch"), fail.code.name, fail.message)
@@ -539,7 +557,7 @@ class ConsumerGroups:
             raise _Fail(E.UNKNOWN_MEMBER_ID, f"Group {group_id} not found.")
         return ConsumerGroup(group_id)
 
-    def _heartbeat(self, now_ms: int, req: Any, client_id: str, client_host: str) -> Response:
+    def _heartbeat(self, now_ms: int, req: Any, client_id: str, client_host: str, view: TopicView) -> Response:
         g = req.get
         gid, epoch, instance = g("group_id"), g("member_epoch"), g("instance_id")
         owned = None if g("topic_partitions") is None else _tp_dict(g("topic_partitions"))
@@ -609,9 +627,11 @@ class ConsumerGroups:
         member = group.members[mid]
         if previous is not None:  # rejoining: start over without partitions
             self._write_assignment(group, member, 0, -1, MemberState.STABLE, {}, {})
-        if updated.subscribed_topic_regex is not None and updated.subscribed_topic_regex not in group.regexes:
-            # resolved after this heartbeat, as Kafka does: the literal topics are assigned first
-            self.timers.schedule((_REGEX, gid), now_ms)
+        if updated.subscribed_topic_regex is not None:
+            self._regex_views[gid] = view
+            if updated.subscribed_topic_regex not in group.regexes or gid in self._stale_regexes:
+                # resolved after this heartbeat, as Kafka does: the literal topics are assigned first
+                self.timers.schedule((_REGEX, gid), now_ms)
         self._refresh_subscription(group, bump)
         self._reconcile(group, member, owned)
         self._arm_timers(group, member)
@@ -643,11 +663,16 @@ class ConsumerGroups:
 
     # ================================================================ subscriptions and targets
 
-    def _resolve_regex(self, group: ConsumerGroup, pattern: str) -> None:
+    def _resolve_regex(self, group: ConsumerGroup, pattern: str, view: TopicView) -> bool:
+        """Resolve ``pattern`` over the topics ``view`` lets the group see; whether that changed anything."""
         compiled = re.compile(pattern)
-        topics = sorted(n for n in self.topics.topic_names() if compiled.fullmatch(n) and not n.startswith("__"))
+        topics = frozenset(n for n in self.topics.topic_names() if compiled.fullmatch(n) and not n.startswith("__")
+                           and (view is None or view(n)))
+        if group.regexes.get(pattern) == topics:
+            return False
         self._emit(group.group_id, REGULAR_EXPRESSION, {"group_id": group.group_id, "regular_expression": pattern},
-                   {"topics": topics, "version": 0, "timestamp": self._now})
+                   {"topics": sorted(topics), "version": 0, "timestamp": self._now})
+        return True
 
     def _subscription(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
         out: dict[str, tuple[uuid.UUID, int]] = {}
@@ -800,15 +825,20 @@ class ConsumerGroups:
         self.remove_member(group, member, "session expired" if kind == _SESSION else "did not revoke in time")
 
     def _resolve_new_regexes(self, group_id: str) -> None:
-        """Resolve the regexes members subscribed with that the group has not resolved yet; a new epoch follows."""
+        """Resolve the regexes members subscribed with that the group has not resolved yet (all of them when
+        topics changed while no view was known), with the group's view; a new epoch follows a change."""
         group = self.groups.get(group_id)
-        if group is None:
-            return
-        new = {m.subscribed_topic_regex for m in group.members.values()
-               if m.subscribed_topic_regex is not None and m.subscribed_topic_regex not in group.regexes}
-        for pattern in sorted(new):
-            self._resolve_regex(group, pattern)
-        if new:
+        if group is None or group_id not in self._regex_views:
+            return  # no view yet: the next heartbeat of a member with a regex brings one
+        view = self._regex_views[group_id]
+        stale = group_id in self._stale_regexes
+        self._stale_regexes.discard(group_id)
+        patterns = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex is not None}
+        changed = False
+        for pattern in sorted(patterns):
+            if pattern not in group.regexes or stale:
+                changed = self._resolve_regex(group, pattern, view) or changed
+        if changed:
             self._refresh_subscription(group, True)
 
     def metadata_changed(self, now_ms: int) -> None:
@@ -817,11 +847,12 @@ class ConsumerGroups:
         for group in list(self.groups.values()):
             if not group.members:
                 continue
-            for pattern, topics in list(group.regexes.items()):
-                compiled = re.compile(pattern)
-                now = frozenset(n for n in self.topics.topic_names() if compiled.fullmatch(n) and not n.startswith("__"))
-                if now != topics:
-                    self._resolve_regex(group, pattern)
+            gid = group.group_id
+            if group.regexes and gid not in self._regex_views:
+                self._stale_regexes.add(gid)  # resolved again with the next view a heartbeat brings
+            for pattern in list(group.regexes):
+                if gid in self._regex_views:
+                    self._resolve_regex(group, pattern, self._regex_views[gid])
             if self._subscription(group) != group.subscription:
                 self._refresh_subscription(group, False)
 
@@ -844,6 +875,8 @@ class ConsumerGroups:
         self._emit(gid, PARTITION_METADATA, {"group_id": gid}, None)
         self._emit(gid, GROUP_METADATA, {"group_id": gid}, None)
         self.groups.pop(gid, None)
+        self._regex_views.pop(gid, None)
+        self._stale_regexes.discard(gid)
 
     def validate_offset_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
                                transactional: bool = False) -> ErrorCode | None:

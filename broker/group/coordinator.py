@@ -67,7 +67,7 @@ from broker.coordinator_write import (
 from protocol.error_codes import ErrorCode
 
 from .config import GroupConfig
-from .consumer_group import TIMER_KINDS, ConsumerGroup, ConsumerGroups, TopicCatalog
+from .consumer_group import TIMER_KINDS, ConsumerGroup, ConsumerGroups, TopicCatalog, TopicView
 from .model import Group, GroupState, Member, OffsetEntry
 from .partitioning import coordinator_partition
 from .records import (
@@ -354,11 +354,12 @@ class GroupCoordinator:
         return self.timers.next_deadline()
 
     def handle(self, api_key: int, now_ms: int, api_version: int, request: Request, token: Hashable,
-               *, client_id: str = "", client_host: str = "") -> Effects:
-        """Dispatch by Kafka API key (8, 9, 11-16, 28, 42, 47, 68, 69)."""
+               *, client_id: str = "", client_host: str = "", topic_view: TopicView = None) -> Effects:
+        """Dispatch by Kafka API key (8, 9, 11-16, 28, 42, 47, 68, 69); ``topic_view``: which topics the
+        requesting principal may DESCRIBE (None: all), for a consumer group's regular expressions."""
         if api_key == 68:
             return self.consumer_group_heartbeat(now_ms, api_version, request, token, client_id=client_id,
-                                                 client_host=client_host)
+                                                 client_host=client_host, topic_view=topic_view)
         if api_key in (11, 12, 13, 14) and (request.get("group_id") or "") in self.consumer.groups:
             fx = self._classic_on_consumer_group(api_key, now_ms, api_version, request, token)
             if fx is not None:
@@ -374,7 +375,7 @@ class GroupCoordinator:
     # ============================================================================ consumer groups (KIP-848)
 
     def consumer_group_heartbeat(self, now_ms: int, api_version: int, request: Request, token: Hashable, *,
-                                 client_id: str = "", client_host: str = "") -> Effects:
+                                 client_id: str = "", client_host: str = "", topic_view: TopicView = None) -> Effects:
         """ConsumerGroupHeartbeat v0-1 (see :mod:`broker.group.consumer_group`); the reply waits for its records."""
         self._begin(now_ms)
         gid = request.get("group_id") or ""
@@ -384,7 +385,7 @@ class GroupCoordinator:
             # an Empty classic group (offsets only) becomes a consumer group, as Kafka converts it
             del self.groups[gid]
             self._write(self._partition(gid)).write.records.append((encode_group_metadata_key(gid), None))
-        response = self.consumer.heartbeat(now_ms, api_version, request, client_id, client_host)
+        response = self.consumer.heartbeat(now_ms, api_version, request, client_id, client_host, topic_view)
 
         def failed(_pw: _PendingWrite, append_error: ErrorCode) -> None:
             response.update(error_code=group_write_error(append_error), assignment=None)

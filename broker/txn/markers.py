@@ -14,8 +14,8 @@ leader answers per partition once the marker is replicated.  Then:
 * INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED — a newer coordinator or epoch has
   taken over: sending stops and the transaction is left prepared (its coordinator finishes it).
 
-Requests go through a :class:`~broker.cluster.channel.BrokerChannel`, to this broker's own
-listener too.  Sends are grouped by owner (the coordinator shard); :meth:`cancel` drops an
+Requests go through a :class:`~broker.txn.channel.TxnChannel` (the markers for this broker's own
+partitions are written in process, with no connection).  Sends are grouped by owner (the coordinator shard); :meth:`cancel` drops an
 owner's when it loses the partition.
 """
 
@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from broker.cluster.channel import BrokerChannel
+from broker.txn.channel import TxnChannel
 from broker.txn.coordinator import MarkerRequest
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode, error_name
@@ -54,7 +54,7 @@ class _Send:
 class TxnMarkerSender:
     """Queues markers per destination broker and drains each queue with one request at a time."""
 
-    def __init__(self, channel: BrokerChannel, *, leader_of: Callable[[str, int], int | None],
+    def __init__(self, channel: TxnChannel, *, leader_of: Callable[[str, int], int | None],
                  topic_exists: Callable[[str], bool], retry_backoff_ms: int, request_timeout_ms: int) -> None:
         self.channel = channel
         self.leader_of = leader_of

@@ -6,7 +6,8 @@ ongoing transaction (KIP-890 part 1: AddPartitionsToTxn v4+ with ``verify_only``
 or stray batch can never open a transaction nobody will end.  For Produce v12+ (transaction
 version 2) the same request without ``verify_only`` adds the partition instead.  Coordinator
 trouble (no leader for its partition, a lost connection) reads as the coordinator being
-unavailable: the producer retries.
+unavailable: the producer retries.  A coordinator on this very broker is asked in process
+(:class:`~broker.txn.channel.TxnChannel`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from broker.cluster.channel import BrokerChannel
+from broker.txn.channel import TxnChannel
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 
@@ -27,7 +28,7 @@ TopicPartition = tuple[str, int]
 
 
 class TxnVerifier:
-    def __init__(self, channel: BrokerChannel, *, coordinator_of: Callable[[str], int | None],
+    def __init__(self, channel: TxnChannel, *, coordinator_of: Callable[[str], int | None],
                  timeout_ms: int) -> None:
         """``coordinator_of(transactional_id)``: the broker leading its ``__transaction_state`` partition."""
         self.channel = channel

@@ -61,10 +61,10 @@ class Shard:
             replies.update(self.run(self.c.write_committed(self.now, w.write_id)))
         return replies
 
-    def call(self, key: int, version: int, req: dict[str, Any]) -> dict[str, Any]:
+    def call(self, key: int, version: int, req: dict[str, Any], view: Any = None) -> dict[str, Any]:
         self.tokens += 1
         replies = self.run(self.c.handle(key, self.now, version, req, self.tokens, client_id="cid",
-                                         client_host="/127.0.0.1"))
+                                         client_host="/127.0.0.1", topic_view=view))
         for _ in range(10):  # a parked request (a classic join): let its timers run
             if self.tokens in replies:
                 break
@@ -74,13 +74,13 @@ class Shard:
 
     def hb(self, member_id: str, epoch: int, *, topics: list[str] | None = None, regex: str | None = None,
            owned: dict[uuid.UUID, list[int]] | None = None, instance: str | None = None,
-           assignor: str | None = None, group: str = "g") -> dict[str, Any]:
+           assignor: str | None = None, group: str = "g", view: Any = None) -> dict[str, Any]:
         req = {"group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": instance,
                "rack_id": None, "rebalance_timeout_ms": 5000 if epoch == 0 else -1,
                "subscribed_topic_names": topics, "subscribed_topic_regex": regex, "server_assignor": assignor,
                "topic_partitions": [] if epoch == 0 else None if owned is None else [
                    {"topic_id": t, "partitions": ps} for t, ps in owned.items()]}
-        return self.call(HB, 1, req)
+        return self.call(HB, 1, req, view)
 
     def advance(self, ms: int) -> None:
         self.now += ms
@@ -272,6 +272,39 @@ def test_regex_subscription_follows_topic_creation() -> None:
     settle([a])
     assert {t for t, _ in a.partitions()} == {s.topics.topic_id(n) for n in ("logs-a", "logs-b", "other")}
     assert s.hb("b", 0, regex="(")["error_code"] == E.INVALID_REGULAR_EXPRESSION
+
+
+def test_a_regex_resolves_over_the_topics_the_member_may_describe() -> None:
+    s = Shard(Topics(**{"pub-a": 2, "priv-a": 3}))
+    view = lambda name: name.startswith("pub-")  # noqa: E731 - what the member's principal may describe
+    resp = s.hb("a", 0, regex="p.*", view=view)
+    s.advance(1)  # the regex resolves, with the member's view
+    assert s.group().regexes == {"p.*": frozenset({"pub-a"})}
+    resp = s.hb("a", resp["member_epoch"], owned={}, view=view)
+    assert set(owned(resp)) == {s.topics.topic_id("pub-a")}
+    # new topics: resolved again with the view the group has
+    s.topics.create("pub-b", 1)
+    s.topics.create("priv-b", 1)
+    s.run(s.c.metadata_changed(s.now))
+    assert s.group().regexes == {"p.*": frozenset({"pub-a", "pub-b"})}
+    # a coordinator that loaded the group has no view yet: new topics wait for a member to bring one
+    again = GroupCoordinator(s.config, now_ms=s.now, topics=s.topics)
+    for key, value in s.records:
+        again.load(0, key, value)
+    again.complete_load(s.now)
+    s.c, s.records = again, []
+    s.topics.create("pub-c", 1)
+    s.topics.create("priv-c", 1)
+    s.run(s.c.metadata_changed(s.now))
+    assert s.group().regexes == {"p.*": frozenset({"pub-a", "pub-b"})}
+    epoch = s.group().members["a"].member_epoch
+    s.hb("a", epoch, owned=None, view=view)
+    s.advance(1)
+    assert s.group().regexes == {"p.*": frozenset({"pub-a", "pub-b", "pub-c"})}
+    # without authorization (no view) every topic counts
+    s.hb("b", 0, regex="p.*", group="open")
+    s.advance(1)
+    assert s.group("open").regexes["p.*"] == frozenset(s.topics.topics)
 
 
 def test_new_partitions_and_deleted_topics_trigger_a_new_target() -> None:

@@ -127,6 +127,31 @@ def kafkajs_env(login: Login) -> dict[str, str]:
     return env
 
 
+def create_topics_and_acls(admin_conf: dict[str, Any], topics: dict[str, int],
+                           allows: list[tuple[str, str, str, str, bool]]) -> None:
+    """With confluent-kafka's AdminClient: create ``topics`` (name -> partitions), then the ALLOW ACLs
+    ``(principal, resource type, resource name, operation, prefixed)`` (names as confluent-kafka's enums)."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        NewTopic,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient(admin_conf)
+    for future in admin.create_topics([NewTopic(name, n, 1) for name, n in topics.items()]).values():
+        future.result(TIMEOUT_S)
+    bindings = [AclBinding(ResourceType[resource], name,
+                           ResourcePatternType.PREFIXED if prefixed else ResourcePatternType.LITERAL, principal, "*",
+                           AclOperation[op], AclPermissionType.ALLOW)
+                for principal, resource, name, op, prefixed in allows]
+    for future in admin.create_acls(bindings).values():
+        future.result(TIMEOUT_S)
+
+
 # -- produce, then read back ---------------------------------------------------------------------
 
 

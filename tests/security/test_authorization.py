@@ -406,3 +406,68 @@ def test_altering_configs_needs_alter_configs(setup, api_key: ApiKey) -> None:
     verdict = check(setup, ApiKey.DESCRIBE_LOG_DIRS, 4, request(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None}))
     assert isinstance(verdict, Deny)
     assert wire(ApiKey.DESCRIBE_LOG_DIRS, 4, verdict.body).error_code == E.CLUSTER_AUTHORIZATION_FAILED
+
+
+def consumer_heartbeat(topics: list[str] | None) -> Obj:
+    return request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {
+        "group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None, "rack_id": None,
+        "rebalance_timeout_ms": 1000, "subscribed_topic_names": topics, "subscribed_topic_regex": None,
+        "server_assignor": None, "topic_partitions": []})
+
+
+def test_a_consumer_group_heartbeat_needs_describe_on_every_topic_it_names(setup) -> None:
+    authorizer, authz, denials = setup
+    authorizer.add([allow(ResourceType.GROUP, "g", AclOperation.READ),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.DESCRIBE)])
+    assert check(setup, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, consumer_heartbeat(["orders"])) is None
+    assert check(setup, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, consumer_heartbeat(None)) is None  # unchanged
+    verdict = check(setup, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, consumer_heartbeat(["orders", "secret"]))
+    assert isinstance(verdict, Deny)
+    answer = wire(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, verdict.body)
+    assert (answer.error_code, answer.assignment) == (E.TOPIC_AUTHORIZATION_FAILED, None)
+    assert denials[("ConsumerGroupHeartbeat", "TOPIC")] == 1
+    # the predicate a member's regex is resolved with
+    view = authz.describable_topics(authorizer.session("User:alice", "127.0.0.1"))
+    assert (view("orders"), view("secret")) == (True, False)
+    assert authz.describable_topics(None) is None
+
+
+def test_consumer_group_describe_hides_groups_with_topics_it_may_not_see(setup) -> None:
+    authorizer, _, _ = setup
+    authorizer.add([allow(ResourceType.GROUP, "g", AclOperation.DESCRIBE, pattern=PatternType.PREFIXED),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.DESCRIBE)])
+    req = request(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": ["g1", "g2", "other"],
+                                                      "include_authorized_operations": True})
+    verdict = check(setup, ApiKey.CONSUMER_GROUP_DESCRIBE, 1, req)
+    assert isinstance(verdict, Partial) and list(verdict.request.group_ids) == ["g1", "g2"]
+
+    def group(gid: str, *topics: tuple[uuid.UUID, str]) -> dict[str, Any]:
+        assignment = {"topic_partitions": [{"topic_id": tid, "topic_name": name, "partitions": [0]}
+                                           for tid, name in topics]}
+        return {"error_code": 0, "error_message": None, "group_id": gid, "group_state": "Stable", "group_epoch": 3,
+                "assignment_epoch": 3, "assignor_name": "uniform", "authorized_operations": -2147483648,
+                "members": [{"member_id": "m", "instance_id": None, "rack_id": None, "member_epoch": 3,
+                             "client_id": "c", "client_host": "h", "subscribed_topic_names": [],
+                             "subscribed_topic_regex": None, "assignment": assignment,
+                             "target_assignment": {"topic_partitions": []}, "member_type": 1}]}
+
+    handled = Obj(throttle_time_ms=0, groups=[group("g1", (TOPIC_ID, "orders")),
+                                              group("g2", (TOPIC_ID, "orders"), (SECRET_ID, "secret"))])
+    answer = wire(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, verdict.merge(handled))
+    by_id = {g.group_id: g for g in answer.groups}
+    assert by_id["g1"].error_code == 0 and by_id["g1"].authorized_operations == (
+        1 << AclOperation.DESCRIBE)
+    hidden = by_id["g2"]
+    assert (hidden.error_code, list(hidden.members), hidden.authorized_operations) == (
+        E.TOPIC_AUTHORIZATION_FAILED, [], -2147483648)
+    assert by_id["other"].error_code == E.GROUP_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_a_refused_find_coordinator_names_no_node(setup, version: int) -> None:
+    req = request(ApiKey.FIND_COORDINATOR, version, {"key": "g", "key_type": 0})
+    verdict = check(setup, ApiKey.FIND_COORDINATOR, version, req)
+    assert isinstance(verdict, Deny)
+    answer = wire(ApiKey.FIND_COORDINATOR, version, verdict.body)
+    assert (answer.error_code, answer.node_id, answer.host, answer.port) == (E.GROUP_AUTHORIZATION_FAILED, -1, "",
+                                                                             -1)

@@ -1,0 +1,116 @@
+"""What a replica's log never does to data its followers may not have (real files, fake clock).
+
+* Retention deletes a segment only when the high watermark has passed all of it (Kafka's
+  ``UnifiedLog.deletableSegments``: ``highWatermark >= next segment's base offset``, the log end for
+  the active segment), so the log start never overtakes the high watermark and the high watermark is
+  never dragged up past records no follower has.
+* DeleteRecords and a follower's log start never pass the high watermark either.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from broker.log import LogConfig, OffsetOutOfRangeError, PartitionLog
+from broker.log.testing import FakeClock, make_batch
+from protocol.records import decode_record_set
+
+T0 = 1_700_000_000_000
+HOUR = 3_600_000
+
+
+def leader(tmp_path: os.PathLike[str], clock: FakeClock, **configs: str) -> PartitionLog:
+    """A leader's log whose high watermark the test moves (as followers' fetches would)."""
+    config = LogConfig.from_dict({k.replace("_", "."): v for k, v in configs.items()})
+    log = PartitionLog(os.path.join(tmp_path, "t-0"), "t", 0, config, clock)
+    log.assign_leader_epoch(1)
+    return log
+
+
+def fill(log: PartitionLog, n: int, ts: int) -> None:
+    for i in range(n):
+        log.append(make_batch(1, ts=ts + i, value=b"v" * 100))
+
+
+def offsets(log: PartitionLog, start: int) -> list[int]:
+    """What a follower fetching from ``start`` reads (up to the log end)."""
+    data = b"".join(s.read() for s in log.read(start, 1 << 20, max_offset=log.log_end_offset).slices)
+    return [r.offset for r in decode_record_set(data)]
+
+
+def test_time_retention_keeps_every_segment_the_high_watermark_has_not_passed(tmp_path) -> None:
+    clock = FakeClock(T0)
+    log = leader(tmp_path, clock, segment_bytes="600", retention_ms=str(HOUR))
+    fill(log, 30, T0)
+    assert len(log.segments) >= 4
+    bases = [s.base_offset for s in log.segments]
+    hw = bases[2] + 1  # inside the third segment: the followers have this much
+    log.high_watermark = hw
+    clock.advance(2 * HOUR)  # every segment, the active one too, is past retention.ms
+    log.apply_retention()
+    assert log.log_start_offset == log.segments[0].base_offset == bases[2]  # the HW's segment is kept
+    assert log.high_watermark == hw  # not dragged up to a new log start
+    assert log.log_end_offset == 30
+    assert offsets(log, hw)[0] == hw and offsets(log, hw)[-1] <= 29  # the followers can still fetch it
+    # once the followers have everything, the rest goes (the active segment rolled, an empty one kept)
+    log.high_watermark = log.log_end_offset
+    log.apply_retention()
+    assert len(log.segments) == 1 and log.active_segment.size == 0
+    assert log.log_start_offset == log.log_end_offset == log.high_watermark == 30
+    log.close()
+
+
+def test_an_expired_active_segment_is_not_rolled_away_while_followers_lack_it(tmp_path) -> None:
+    clock = FakeClock(T0)
+    log = leader(tmp_path, clock, segment_bytes="100000", retention_ms=str(HOUR))
+    fill(log, 5, T0)
+    log.high_watermark = 2
+    clock.advance(2 * HOUR)
+    assert log.apply_retention() == 0
+    assert (log.log_start_offset, log.high_watermark, log.log_end_offset) == (0, 2, 5)
+    assert offsets(log, 2) == [2, 3, 4]
+    log.close()
+
+
+def test_size_retention_keeps_every_segment_the_high_watermark_has_not_passed(tmp_path) -> None:
+    clock = FakeClock(T0)
+    log = leader(tmp_path, clock, segment_bytes="600", retention_bytes="700")
+    fill(log, 30, T0)
+    hw = log.segments[1].base_offset  # the followers have the first segment only
+    log.high_watermark = hw
+    deleted = log.apply_retention()
+    assert deleted == 1
+    assert log.log_start_offset == hw == log.high_watermark
+    assert offsets(log, hw)[0] == hw
+    log.high_watermark = log.log_end_offset
+    log.apply_retention()
+    assert log.size_bytes - log.segments[0].size < 700 and log.log_start_offset <= log.high_watermark
+    log.close()
+
+
+def test_a_reopened_log_keeps_the_high_watermark_at_or_above_its_log_start(tmp_path) -> None:
+    clock = FakeClock(T0)
+    log = leader(tmp_path, clock, segment_bytes="600", retention_ms=str(HOUR))
+    fill(log, 30, T0)
+    log.high_watermark = 3
+    clock.advance(2 * HOUR)
+    log.apply_retention()
+    log.close()
+    again = leader(tmp_path, clock, segment_bytes="600", retention_ms=str(HOUR))
+    assert again.log_start_offset <= again.high_watermark == 3
+    again.close()
+
+
+def test_delete_records_and_a_followers_log_start_stop_at_the_high_watermark(tmp_path) -> None:
+    clock = FakeClock(T0)
+    log = leader(tmp_path, clock, segment_bytes="600")
+    fill(log, 30, T0)
+    log.high_watermark = 12
+    with pytest.raises(OffsetOutOfRangeError):
+        log.delete_records_before(13)
+    assert log.delete_records_before(-1) == 12
+    log.follow_log_start_offset(25)
+    assert log.log_start_offset == 12 == log.high_watermark
+    log.close()

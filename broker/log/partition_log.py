@@ -659,8 +659,31 @@ class PartitionLog:
 
     # ====================================================== replication
     def assign_leader_epoch(self, epoch: int) -> None:
-        """This replica leads from now on in ``epoch``: batches appended from here on carry it."""
+        """This replica leads from now on in ``epoch``: batches appended from here on carry it.
+
+        A log that knows no epoch though it holds batches (its checkpoint was unreadable) first
+        rebuilds the cache from the leader epochs its batches carry, so the divergence checks it
+        answers describe its own history."""
+        if self.epoch_cache.latest_epoch < 0 and self.log_end_offset > self._log_start:
+            for _, _, hdr in self._iter_headers_from(self._log_start):
+                if hdr.partition_leader_epoch > self.epoch_cache.latest_epoch:
+                    self.epoch_cache.assign(hdr.partition_leader_epoch, max(hdr.base_offset, self._log_start))
+            if self.epoch_cache.entries:
+                logger.warning("%s: leader-epoch cache rebuilt from the log: %s", self.name, self.epoch_cache.entries)
         self.epoch_cache.assign(epoch, self.log_end_offset)
+
+    def prepare_to_follow(self) -> bool:
+        """This replica is about to fetch from a leader.  A log that knows no leader epoch (its
+        checkpoint was unreadable) cannot have its tail checked against the leader's — the
+        divergence check needs the epoch of its last batch — so, as Kafka truncates a follower
+        without epochs, it keeps only what is committed: its tail above the high watermark is cut.
+        True if it was."""
+        if self.epoch_cache.latest_epoch >= 0 or self.log_end_offset <= self._hw or self._dir_failure.offline:
+            return False
+        logger.warning("%s: no leader epoch known; truncating from %d to the high watermark %d before following",
+                       self.name, self.log_end_offset, self._hw)
+        self.truncate_to(self._hw)
+        return True
 
     def append_as_follower(self, data: bytes | bytearray | memoryview) -> int:
         """Append the leader's batches verbatim (offsets and leader epochs kept); returns how many.

@@ -26,11 +26,12 @@ from protocol.records import encode_batch
 pytestmark = pytest.mark.slow
 
 
-def raw_produce(host_port: str, topic: str, partition: int, values: list[bytes], acks: int = -1) -> int:
+def raw_produce(host_port: str, topic: str, partition: int, values: list[bytes], acks: int = -1,
+                timeout_ms: int = 10_000) -> int:
     """One Produce v9 request straight to a broker; returns the partition's error code."""
     host, port = host_port.rsplit(":", 1)
     batch = encode_batch([(None, v, [], int(time.time() * 1000)) for v in values])
-    body = {"transactional_id": None, "acks": acks, "timeout_ms": 10_000,
+    body = {"transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
             "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.sendall(encode_request(ApiKey.PRODUCE, 9, 1, "test", body))

@@ -142,10 +142,17 @@ async def until(predicate: Any, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def leading(log: PartitionLog, epoch: int) -> Partition:
+def takeover(log: PartitionLog, epoch: int
+             ) -> tuple[CoordinatorRuntime[GroupCoordinator], _Replica, Partition]:
+    """A group coordinator runtime on a broker that has just become the leader of ``log`` in ``epoch``."""
     partition = Partition(log.topic, log.partition, uuid.uuid4(), 1, log)
     partition.leader, partition.leader_epoch = 1, epoch
-    return partition
+    replica = _Replica(partition)
+    runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
+        topic=log.topic, replica=replica, timer=_Timer(),  # type: ignore[arg-type]
+        new_coordinator=lambda _p, _e: GroupCoordinator(GroupConfig(), now_ms=T0))
+    runtime._on_leadership(log.topic, log.partition, True, epoch)
+    return runtime, replica, partition
 
 
 async def test_a_shard_that_takes_over_serves_only_committed_offsets(tmp_path) -> None:
@@ -153,12 +160,7 @@ async def test_a_shard_that_takes_over_serves_only_committed_offsets(tmp_path) -
     for offset in (5, 9):
         commit(log, offset)
     log.high_watermark = 1  # offset 9 was written by the old leader; the ISR does not have it yet
-    partition = leading(log, 2)
-    replica = _Replica(partition)
-    runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
-        topic=OFFSETS, replica=replica, timer=_Timer(),  # type: ignore[arg-type]
-        new_coordinator=lambda _p, _e: GroupCoordinator(GroupConfig(), now_ms=T0))
-    runtime._on_leadership(OFFSETS, 0, True, 2)
+    runtime, replica, partition = takeover(log, 2)
     shard = runtime.shards[0]
     await until(lambda: replica.produce_purgatory.num_delayed or shard.coordinator is not None,
                 "the load to finish or wait")
@@ -175,12 +177,7 @@ async def test_a_shard_that_takes_over_serves_only_committed_offsets(tmp_path) -
 async def test_a_shard_losing_its_partition_while_waiting_leaves_nothing_behind(tmp_path) -> None:
     log = coordinator_log(tmp_path, OFFSETS)
     commit(log, 5)
-    partition = leading(log, 2)
-    replica = _Replica(partition)
-    runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
-        topic=OFFSETS, replica=replica, timer=_Timer(),  # type: ignore[arg-type]
-        new_coordinator=lambda _p, _e: GroupCoordinator(GroupConfig(), now_ms=T0))
-    runtime._on_leadership(OFFSETS, 0, True, 2)
+    runtime, replica, partition = takeover(log, 2)
     await until(lambda: replica.produce_purgatory.num_delayed == 1, "the load to wait for the high watermark")
     partition.leader = 3  # another broker leads now, as the replica manager's image says
     runtime._on_leadership(OFFSETS, 0, False, 2)

@@ -13,6 +13,13 @@ This module is the asyncio edge both coordinators share (Kafka's
   services answer NOT_COORDINATOR for partitions with no shard, so clients look
   the coordinator up again.  A record that does not decode is logged, counted and
   skipped: one bad record never stops a load.
+* **only what is committed** — a shard serves committed state only, as Kafka's
+  coordinator runtime does: the load (:class:`CommittedReplay`) replays the batches
+  below the high watermark; those above it (written by an earlier leader and not
+  yet replicated to the ISR) are replayed when the high watermark passes them, and
+  are never applied if the log is truncated below them.  The shard starts serving
+  once everything its log held at takeover is committed (the new leader's ISR has
+  it) or gone.
 * **requests** — :meth:`CoordinatorRuntime.run` hands a request to a shard with a
   reply token and returns the answer, or an awaitable when the answer waits
   (parked, or held back until a write commits).
@@ -41,18 +48,27 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from broker.coordinator_write import Write
+from broker.purgatory import DelayedOperation
 from protocol.error_codes import ErrorCode, error_name
 from protocol.errors import ProtocolError
-from protocol.records import CorruptRecordError, decode_batch, decode_control_marker, encode_batch
+from protocol.records import (
+    BatchHeader,
+    CorruptRecordError,
+    decode_batch,
+    decode_control_marker,
+    encode_batch,
+)
 from protocol.timing_wheel import TimerTask
 
 if TYPE_CHECKING:
+    from broker.log.partition_log import PartitionLog
+    from broker.partition import Partition
     from broker.replica_manager import ReplicaManager
     from protocol.timer_service import WheelTimer
 
 log = logging.getLogger("kbroker.coordinator")
 
-__all__ = ["Coordinator", "CoordinatorEffects", "CoordinatorRuntime", "Shard"]
+__all__ = ["CommittedReplay", "Coordinator", "CoordinatorEffects", "CoordinatorRuntime", "Shard"]
 
 E = ErrorCode
 #: How long a coordinator write may wait for replication before its requests fail.
@@ -90,6 +106,125 @@ class Coordinator(Protocol):
 
 
 C = TypeVar("C", bound=Coordinator)
+
+
+class CommittedReplay(Generic[C]):
+    """Replays the committed part of a coordinator partition's log into its coordinator, in log order.
+
+    Sans-IO (the log and the coordinator are plain objects).  :meth:`step` applies the batches that
+    lie wholly below the log's high watermark, from where the last step stopped; batches above it
+    stay in the log until a later step finds the high watermark past them.  ``end`` is the log end
+    when the replay began: the leader's whole log at takeover, which must be committed before the
+    shard may serve (:attr:`caught_up`) — or truncated away, in which case what was cut is never
+    applied.  A record or marker that does not decode is reported to ``on_error(offset, exc, what)``
+    and skipped.
+    """
+
+    def __init__(self, coordinator: C, partition: int, log: PartitionLog,
+                 on_error: Callable[[int, Exception, str], None]) -> None:
+        self.coordinator = coordinator
+        self.partition = partition
+        self.log = log
+        self.next_offset = log.log_start_offset
+        self.end = log.log_end_offset
+        #: the last offset of the first batch not replayed because the high watermark has not passed it
+        self.blocked_at: int | None = None
+        self.records = 0
+        self.errors = 0
+        self._on_error = on_error
+
+    @property
+    def caught_up(self) -> bool:
+        """Everything the log held at the start is replayed (or was truncated away)."""
+        return self.next_offset >= self._end()
+
+    @property
+    def uncommitted(self) -> int:
+        """How many offsets of the log at the start are above the high watermark."""
+        return max(0, self._end() - max(self.next_offset, self.log.high_watermark))
+
+    def _end(self) -> int:
+        self.end = min(self.end, self.log.log_end_offset)  # a truncation shortens what must commit
+        return self.end
+
+    def step(self, max_batches: int) -> int:
+        """Replay up to ``max_batches`` committed batches; how many were replayed."""
+        log = self.log
+        hw = log.high_watermark
+        end = self._end()
+        self.blocked_at = None
+        n = 0
+        start = max(self.next_offset, log.log_start_offset)
+        for header, data in log.iter_batches(start):
+            if n >= max_batches or header.base_offset >= end:
+                break
+            if header.last_offset >= hw:
+                self.blocked_at = header.last_offset
+                break
+            self._replay_batch(header, data, start)
+            self.next_offset = start = header.last_offset + 1
+            n += 1
+        return n
+
+    def _replay_batch(self, header: BatchHeader, data: bytes, start: int) -> None:
+        coordinator, partition = self.coordinator, self.partition
+        if header.is_control:
+            if header.producer_id >= 0:
+                try:
+                    marker = decode_control_marker(data)
+                except CorruptRecordError as exc:
+                    self._error(header.base_offset, exc, "marker")
+                    return
+                coordinator.load_marker(partition, header.producer_id, marker.commit)
+            return
+        try:
+            _, batch = decode_batch(data)
+        except CorruptRecordError as exc:
+            self._error(header.base_offset, exc, "batch")
+            return
+        producer_id = header.producer_id if header.is_transactional else -1
+        for rec in batch:
+            if rec.offset < start:
+                continue
+            try:
+                if rec.key is None:
+                    raise ProtocolError("record without a key")
+                coordinator.load(partition, rec.key, rec.value, producer_id)
+            except Exception as exc:  # any undecodable record: skip it, never stop the load
+                self._error(rec.offset, exc, "record")
+                continue
+            self.records += 1
+
+    def _error(self, offset: int, exc: Exception, what: str) -> None:
+        self.errors += 1
+        self._on_error(offset, exc, what)
+
+
+class _LeadershipMoved(Exception):
+    """A shard's partition is no longer led in the shard's epoch while it loads."""
+
+
+class _HighWatermarkPast(DelayedOperation):
+    """Parked in the replica manager's produce purgatory (where everything waiting on a partition's high
+    watermark parks, checked whenever it moves) until the high watermark passes ``offset``, or the
+    partition is no longer led in ``epoch``, or ``delay_ms`` passed."""
+
+    def __init__(self, partition: Partition, offset: int, epoch: int, delay_ms: int) -> None:
+        super().__init__(delay_ms)
+        self.partition = partition
+        self.offset = offset
+        self.epoch = epoch
+        self.future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def try_complete(self) -> bool:
+        p = self.partition
+        if p.log.high_watermark > self.offset or not p.is_leader or p.leader_epoch != self.epoch:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
 
 
 @dataclass(slots=True)
@@ -183,48 +318,34 @@ class CoordinatorRuntime(Generic[C]):
             self._unload(current)
 
     async def _load(self, shard: Shard[C]) -> None:
-        """Replay the partition into a new shard, some batches at a time (the loop keeps serving meanwhile)."""
+        """Replay the committed part of the partition into a new shard, some batches at a time (the loop
+        keeps serving meanwhile), waiting for the high watermark to pass what the leader's log holds
+        above it; then the shard serves (see :class:`CommittedReplay`)."""
         started = time.perf_counter()
         coordinator = self._new(shard.partition, shard.epoch)
-        records = errors = 0
         try:
-            plog = self.replica.partitions[(self.topic, shard.partition)].log
-            start, end = plog.log_start_offset, plog.log_end_offset
-            for n, (header, data) in enumerate(plog.iter_batches(start)):
-                if header.base_offset >= end:
-                    break
-                if n % _LOAD_BATCHES_PER_STEP == _LOAD_BATCHES_PER_STEP - 1:
+            partition = self.replica.partitions[(self.topic, shard.partition)]
+            replay = CommittedReplay(coordinator, shard.partition, partition.log,
+                                     lambda offset, exc, what: self._load_error(shard.partition, offset, exc, what))
+            waited = False
+            while True:
+                if replay.step(_LOAD_BATCHES_PER_STEP) == _LOAD_BATCHES_PER_STEP:
                     await asyncio.sleep(0)
-                    if self.shards.get(shard.partition) is not shard:
-                        return  # leadership moved on while loading
-                if header.is_control:
-                    if header.producer_id >= 0:
-                        try:
-                            marker = decode_control_marker(data)
-                        except CorruptRecordError as exc:
-                            errors += self._load_error(shard.partition, header.base_offset, exc, "marker")
-                            continue
-                        coordinator.load_marker(shard.partition, header.producer_id, marker.commit)
-                    continue
-                try:
-                    _, batch = decode_batch(data)
-                except CorruptRecordError as exc:
-                    errors += self._load_error(shard.partition, header.base_offset, exc, "batch")
-                    continue
-                producer_id = header.producer_id if header.is_transactional else -1
-                for rec in batch:
-                    if rec.offset < start:
-                        continue
-                    try:
-                        if rec.key is None:
-                            raise ProtocolError("record without a key")
-                        coordinator.load(shard.partition, rec.key, rec.value, producer_id)
-                    except Exception as exc:  # any undecodable record: skip it, never stop the load
-                        errors += self._load_error(shard.partition, rec.offset, exc, "record")
-                        continue
-                    records += 1
-        except Exception:
-            log.exception("loading %s-%d failed", self.topic, shard.partition)
+                elif replay.caught_up or replay.blocked_at is None:
+                    break
+                else:
+                    if not waited:
+                        waited = True
+                        log.info("coordinator for %s-%d (epoch %d): waiting for %d offsets above the high watermark "
+                                 "%d to commit before serving", self.topic, shard.partition, shard.epoch,
+                                 replay.uncommitted, partition.log.high_watermark)
+                    if not await self._high_watermark_past(partition, replay.blocked_at, shard.epoch):
+                        raise _LeadershipMoved
+                if self.shards.get(shard.partition) is not shard:
+                    return  # leadership moved on while loading
+        except Exception as exc:
+            if not isinstance(exc, _LeadershipMoved):
+                log.exception("loading %s-%d failed", self.topic, shard.partition)
             if self.shards.get(shard.partition) is shard:
                 del self.shards[shard.partition]
             return
@@ -233,17 +354,28 @@ class CoordinatorRuntime(Generic[C]):
         shard.coordinator = coordinator
         shard.loading = False
         self.apply(shard, coordinator.complete_load(now_ms()))
+        records, errors = replay.records, replay.errors
         log.log(logging.INFO if records or errors else logging.DEBUG,
                 "coordinator for %s-%d (epoch %d): loaded %d records in %.3fs%s", self.topic, shard.partition,
                 shard.epoch, records, time.perf_counter() - started,
                 f" ({errors} unreadable, skipped)" if errors else "")
 
-    def _load_error(self, partition: int, offset: int, exc: Exception, what: str) -> int:
+    async def _high_watermark_past(self, partition: Partition, offset: int, epoch: int) -> bool:
+        """Until ``partition``'s high watermark passes ``offset``, or the write timeout passed (the caller
+        looks again); False if the partition is no longer led in ``epoch``."""
+        wait = _HighWatermarkPast(partition, offset, epoch, self._write_timeout_ms)
+        try:
+            self.replica.produce_purgatory.try_complete_else_watch(wait, [(self.topic, partition.partition)])
+            await wait.future
+        finally:
+            wait.force_complete()  # cancelled (the shard unloaded): leave the purgatory now
+        return partition.is_leader and partition.leader_epoch == epoch
+
+    def _load_error(self, partition: int, offset: int, exc: Exception, what: str) -> None:
         log.error("skipping unreadable %s at %s-%d offset %d: %s: %s", what, self.topic, partition, offset,
                   type(exc).__name__, exc)
         if self._on_load_error is not None:
             self._on_load_error()
-        return 1
 
     def _unload(self, shard: Shard[C]) -> None:
         if self.shards.get(shard.partition) is shard:

@@ -279,6 +279,7 @@ class ReplicaFetcherManager:
         self.unfollow(tp)
         if leader < 0 or leader == self.local_id:
             return
+        partition.log.prepare_to_follow()
         fetcher = self.fetchers.get(leader)
         if fetcher is None:
             fetcher = self.fetchers[leader] = ReplicaFetcher(self, leader)

@@ -10,6 +10,12 @@ end offset for the latest).
 Persisted in ``leader-epoch-checkpoint`` in Kafka's text format — a version line
 (0), a count line, then one ``epoch start_offset`` line per entry — replaced
 atomically on every change (changes are rare: one per leader change).
+
+A checkpoint that cannot be read leaves the cache empty (``unreadable`` says so);
+the log then knows no epoch, and its owner does what Kafka does for a replica
+without epochs (see ``PartitionLog.prepare_to_follow`` and
+``PartitionLog.assign_leader_epoch``): a follower truncates to its high watermark
+before fetching, a leader rebuilds the cache from its batches' leader epochs.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ class LeaderEpochCache:
     def __init__(self, directory: str | None) -> None:
         self.path = os.path.join(directory, CHECKPOINT_NAME) if directory is not None else None
         self.entries: list[tuple[int, int]] = []
+        #: the checkpoint on disk could not be read (the cache started empty)
+        self.unreadable = False
         if self.path is not None:
             self._load()
 
@@ -39,25 +47,38 @@ class LeaderEpochCache:
     def _load(self) -> None:
         assert self.path is not None
         try:
-            with open(self.path) as fh:
-                lines = [line.split() for line in fh.read().splitlines() if line.strip()]
+            with open(self.path, "rb") as fh:
+                text = fh.read().decode("ascii")
         except FileNotFoundError:
             return
+        except (OSError, ValueError) as exc:  # ValueError: not text at all
+            self._unreadable(exc)
+            return
+        lines = [line.split() for line in text.splitlines() if line.strip()]
         try:
             if lines[0] != ["0"] or int(lines[1][0]) != len(lines) - 2:
                 raise ValueError("bad header")
             entries = [(int(e), int(o)) for e, o in lines[2:]]
+            if any(e < 0 or o < 0 for e, o in entries):
+                raise ValueError("negative epoch or offset")
         except (ValueError, IndexError) as exc:
-            log.warning("%s is unreadable (%s); starting with an empty leader-epoch cache", self.path, exc)
+            self._unreadable(exc)
             return
         entries.sort()
         self.entries = entries
+
+    def _unreadable(self, exc: Exception) -> None:
+        log.warning("%s is unreadable (%s: %s); starting with an empty leader-epoch cache (a follower truncates "
+                    "to its high watermark, a leader rebuilds the cache from its batches)", self.path,
+                    type(exc).__name__, exc)
+        self.unreadable = True
 
     def _persist(self) -> None:
         if self.path is None:
             return
         text = f"0\n{len(self.entries)}\n" + "".join(f"{e} {o}\n" for e, o in self.entries)
         atomic_write(self.path, text.encode())
+        self.unreadable = False
 
     @property
     def exists_on_disk(self) -> bool:

@@ -25,7 +25,10 @@ moves it (``broker.partition``); a follower sets it from the leader's.  A leader
 appends client batches with :meth:`PartitionLog.append` (stamping its leader
 epoch); a follower copies the leader's batches verbatim with
 :meth:`PartitionLog.append_as_follower` and cuts a diverged tail with
-:meth:`PartitionLog.truncate_to`.
+:meth:`PartitionLog.truncate_to`.  Nothing moves the log start past the high
+watermark — retention deletes only segments the high watermark has passed, and
+DeleteRecords and a follower's log start stop at it — so no record a follower may
+still need is deleted, and the high watermark is never dragged past it.
 
 It is synchronous and single-threaded: the asyncio edge calls it from the
 event loop and may run ``FlushTicket.run()`` (the fsyncs, and the checkpoint
@@ -656,8 +659,31 @@ class PartitionLog:
 
     # ====================================================== replication
     def assign_leader_epoch(self, epoch: int) -> None:
-        """This replica leads from now on in ``epoch``: batches appended from here on carry it."""
+        """This replica leads from now on in ``epoch``: batches appended from here on carry it.
+
+        A log that knows no epoch though it holds batches (its checkpoint was unreadable) first
+        rebuilds the cache from the leader epochs its batches carry, so the divergence checks it
+        answers describe its own history."""
+        if self.epoch_cache.latest_epoch < 0 and self.log_end_offset > self._log_start:
+            for _, _, hdr in self._iter_headers_from(self._log_start):
+                if hdr.partition_leader_epoch > self.epoch_cache.latest_epoch:
+                    self.epoch_cache.assign(hdr.partition_leader_epoch, max(hdr.base_offset, self._log_start))
+            if self.epoch_cache.entries:
+                logger.warning("%s: leader-epoch cache rebuilt from the log: %s", self.name, self.epoch_cache.entries)
         self.epoch_cache.assign(epoch, self.log_end_offset)
+
+    def prepare_to_follow(self) -> bool:
+        """This replica is about to fetch from a leader.  A log that knows no leader epoch (its
+        checkpoint was unreadable) cannot have its tail checked against the leader's — the
+        divergence check needs the epoch of its last batch — so, as Kafka truncates a follower
+        without epochs, it keeps only what is committed: its tail above the high watermark is cut.
+        True if it was."""
+        if self.epoch_cache.latest_epoch >= 0 or self.log_end_offset <= self._hw or self._dir_failure.offline:
+            return False
+        logger.warning("%s: no leader epoch known; truncating from %d to the high watermark %d before following",
+                       self.name, self.log_end_offset, self._hw)
+        self.truncate_to(self._hw)
+        return True
 
     def append_as_follower(self, data: bytes | bytearray | memoryview) -> int:
         """Append the leader's batches verbatim (offsets and leader epochs kept); returns how many.
@@ -958,7 +984,14 @@ class PartitionLog:
         logger.info("%s: deleted segment %d (%d bytes)", self.name, seg.base_offset, seg.size)
 
     def apply_retention(self, now_ms: int | None = None) -> int:
-        """Delete segments past ``retention.ms`` / ``retention.bytes``; return how many."""
+        """Delete the oldest segments past ``retention.ms`` / ``retention.bytes``; return how many.
+
+        Only what the high watermark has passed goes (Kafka's ``deletableSegments``): a segment is
+        deletable when the high watermark is at or past its end (the next segment's base offset, or
+        the log end for the active segment), so the log start never overtakes the high watermark and
+        no record a follower may still need is deleted; the high watermark is never moved.  When
+        every segment goes, the active one is rolled first so an empty one stays at the log end.
+        """
         cfg = self.config
         if not cfg.delete:
             return 0
@@ -967,25 +1000,43 @@ class PartitionLog:
         if cfg.retention_ms >= 0:
             def expired(s: Segment) -> bool:
                 if s.size == 0:
-                    return s is not self._segments[-1]  # emptied by compaction: nothing to keep
+                    return True  # emptied by compaction: nothing to keep (an empty active one stays)
                 newest = s.max_timestamp if s.max_timestamp >= 0 else s.roll_base_ms
                 return newest is not None and now - newest > cfg.retention_ms
 
-            if all(expired(s) for s in self._segments) and self._segments[-1].size > 0:
-                self.roll()  # the active segment has expired too: keep an empty one at the LEO
-            while len(self._segments) > 1 and expired(self._segments[0]):
-                self._delete_oldest()
-                deleted += 1
+            deleted += self._delete_oldest_while(expired)
         if cfg.retention_bytes >= 0:
-            total = self.size_bytes
-            while len(self._segments) > 1 and total - self._segments[0].size >= cfg.retention_bytes:
-                total -= self._segments[0].size
-                self._delete_oldest()
-                deleted += 1
+            excess = [self.size_bytes - cfg.retention_bytes]
+
+            def oversize(s: Segment) -> bool:
+                if excess[0] - s.size < 0:
+                    return False
+                excess[0] -= s.size
+                return True
+
+            deleted += self._delete_oldest_while(oversize)
         if deleted:
             self._write_checkpoint()
             self.producer_state.delete_snapshots_below(self._log_start)
         return deleted
+
+    def _delete_oldest_while(self, deletable: Callable[[Segment], bool]) -> int:
+        """Delete segments from the oldest while ``deletable`` holds and the high watermark is at or
+        past the segment's end (an empty active segment is never deleted); how many went."""
+        segments = self._segments
+        n = 0
+        while n < len(segments):
+            seg = segments[n]
+            last = n == len(segments) - 1
+            end = seg.next_offset if last else segments[n + 1].base_offset
+            if (last and seg.size == 0) or self._hw < end or not deletable(seg):
+                break
+            n += 1
+        if n == len(segments):
+            self.roll()  # the active segment goes too: keep an empty one at the log end
+        for _ in range(n):
+            self._delete_oldest()
+        return n
 
     def maintenance(self, now_ms: int | None = None, *, flush: bool = True) -> None:
         """Periodic work: roll by age, retention, flush by ``flush.ms`` (unless ``flush=False``:

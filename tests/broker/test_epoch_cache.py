@@ -48,3 +48,13 @@ def test_checkpoint_round_trip_and_corruption(tmp_path: Path) -> None:
     assert LeaderEpochCache(str(tmp_path)).entries == [(1, 0), (4, 12)]
     (tmp_path / CHECKPOINT_NAME).write_text("0\n3\n1 0\n")
     assert LeaderEpochCache(str(tmp_path)).entries == []
+
+
+def test_an_unreadable_checkpoint_of_any_kind_leaves_an_empty_cache_that_says_so(tmp_path: Path) -> None:
+    for garbage in (b"\x00\xff\xfe", b"0\n1\n-1 5\n", b"0\n1\n3\n", b"1\n0\n", b""):
+        (tmp_path / CHECKPOINT_NAME).write_bytes(garbage)
+        cache = LeaderEpochCache(str(tmp_path))
+        assert cache.entries == [] and cache.unreadable, garbage
+    cache.assign(2, 7)  # written anew: readable again
+    assert not cache.unreadable and LeaderEpochCache(str(tmp_path)).entries == [(2, 7)]
+    assert not LeaderEpochCache(str(tmp_path / "absent")).unreadable

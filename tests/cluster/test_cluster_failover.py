@@ -26,11 +26,12 @@ from protocol.records import encode_batch
 pytestmark = pytest.mark.slow
 
 
-def raw_produce(host_port: str, topic: str, partition: int, values: list[bytes], acks: int = -1) -> int:
+def raw_produce(host_port: str, topic: str, partition: int, values: list[bytes], acks: int = -1,
+                timeout_ms: int = 10_000) -> int:
     """One Produce v9 request straight to a broker; returns the partition's error code."""
     host, port = host_port.rsplit(":", 1)
     batch = encode_batch([(None, v, [], int(time.time() * 1000)) for v in values])
-    body = {"transactional_id": None, "acks": acks, "timeout_ms": 10_000,
+    body = {"transactional_id": None, "acks": acks, "timeout_ms": timeout_ms,
             "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": batch}]}]}
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.sendall(encode_request(ApiKey.PRODUCE, 9, 1, "test", body))
@@ -174,7 +175,11 @@ def test_kill9_controller_another_takes_over(cluster: KBrokerCluster) -> None:
         wait_for(lambda p=p: leader_of(cluster, "after", p) in {1, 2, 3} - {controller}, "leaders for the new topic")
 
 
-def test_divergent_tail_is_truncated_when_the_old_leader_returns(cluster: KBrokerCluster) -> None:
+@pytest.mark.parametrize("epoch_checkpoint", ["kept", "torn"])
+def test_divergent_tail_is_truncated_when_the_old_leader_returns(cluster: KBrokerCluster,
+                                                                epoch_checkpoint: str) -> None:
+    """With its leader-epoch checkpoint torn, the old leader cannot have its tail checked against the
+    leader's: it truncates to its high watermark (as Kafka does for a follower without epochs)."""
     create_topic(cluster, "div", partitions=1)
     leader = leader_of(cluster, "div", 0)
     followers = [n for n in (1, 2, 3) if n != leader]
@@ -196,6 +201,8 @@ def test_divergent_tail_is_truncated_when_the_old_leader_returns(cluster: KBroke
     new_leader = leader_of(cluster, "div", 0)
     assert raw_produce(cluster.brokers[new_leader].bootstrap_servers, "div", 0,
                        [b"new-%d" % i for i in range(5)]) == 0
+    if epoch_checkpoint == "torn":  # one of its two entries lost
+        (cluster.brokers[leader].data_dir / "div-0" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n")
     cluster.restart(leader)
     wait_for(lambda: replicas_identical(cluster, "div", 0), "the old leader to drop its divergent tail")
     values = [v for _, v in consume_all(cluster.bootstrap_servers, "div", 1, 15)[0]]

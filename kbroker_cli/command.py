@@ -22,8 +22,17 @@ from typing import Any, Protocol
 
 from kbroker_cli.common import Ctx, UsageError
 
-#: adds arguments to a command's parser: :func:`arg`, or a function adding a group of them
-Arg = Callable[[argparse.ArgumentParser], object]
+
+class ArgumentContainer(Protocol):
+    """A parser, or a group of its arguments (``add_mutually_exclusive_group``)."""
+
+    def add_argument(self, *flags: str, **options: Any) -> argparse.Action: ...
+
+    def add_mutually_exclusive_group(self, *, required: bool = False) -> Any: ...
+
+
+#: adds arguments to a command's parser: :func:`arg`, :func:`one_of`, or any function doing so
+Arg = Callable[[ArgumentContainer], object]
 #: runs a command; returns the exit code
 Handler = Callable[[Ctx, argparse.Namespace], Awaitable[int]]
 
@@ -39,6 +48,17 @@ class CliParser(argparse.ArgumentParser):
 def arg(*flags: str, **options: Any) -> Arg:
     """One ``add_argument(*flags, **options)`` of a command."""
     return lambda parser: parser.add_argument(*flags, **options)
+
+
+def one_of(*args: Arg, required: bool = False) -> Arg:
+    """At most one of these arguments (exactly one when ``required``): argparse's mutually exclusive group."""
+
+    def add(parser: ArgumentContainer) -> None:
+        which = parser.add_mutually_exclusive_group(required=required)
+        for add_arg in args:
+            add_arg(which)
+
+    return add
 
 
 def json_flag(help: str | None = None) -> Arg:

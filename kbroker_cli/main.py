@@ -94,23 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        handler = HANDLERS.get((args.command, getattr(args, "action", None)))
+        if handler is None:
+            raise UsageError(f"{args.command}: missing action (try 'kbroker {args.command} --help')")
+        ctx = Ctx.from_args(args)
     except UsageError as exc:
         err(str(exc))
         return EXIT_USAGE
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    handler = HANDLERS.get((args.command, getattr(args, "action", None)))
-    if handler is None:
-        err(f"{args.command}: missing action (try 'kbroker {args.command} --help')")
-        return EXIT_USAGE
-    try:
-        ctx = Ctx.from_args(args)
-    except UsageError as exc:
-        err(str(exc))
-        return EXIT_USAGE
     # the CLI logs like the broker does (same format, KBROKER_LOG_FORMAT=json too)
     from broker.logging_setup import configure_logging
 

@@ -10,25 +10,22 @@ import sys
 from collections.abc import Iterator
 
 from client import Acl, AclFilter
-from kbroker_cli.command import Arg, CommandGroup, arg, json_flag
+from kbroker_cli.command import Arg, CommandGroup, arg, json_flag, one_of
 from kbroker_cli.common import EXIT_OK, Ctx, UsageError, admin, explain, kafka_errors, table
 from protocol.error_codes import ErrorCode
 
 group = CommandGroup("acls", "add, list and remove ACLs (the broker needs authorizer.enabled=true)")
 
 
-def _resource_args(*, pattern_default: str) -> Arg:
+def _resource_args(*, pattern_default: str) -> tuple[Arg, Arg]:
     """Which resource (at most one of --topic, --group, --transactional-id, --cluster) and how its name matches."""
-    def add(parser: argparse.ArgumentParser) -> None:
-        which = parser.add_mutually_exclusive_group()
-        which.add_argument("--topic", metavar="NAME", help="a topic (or prefix); * for every topic")
-        which.add_argument("--group", metavar="NAME", help="a consumer group (or prefix); * for every group")
-        which.add_argument("--transactional-id", metavar="ID")
-        which.add_argument("--cluster", action="store_true", help="the cluster (kafka-cluster)")
-        choices = ("literal", "prefixed") if pattern_default == "literal" else ("any", "match", "literal", "prefixed")
-        parser.add_argument("--resource-pattern-type", default=pattern_default, choices=choices,
-                            help=f"how the resource name matches (default {pattern_default})")
-    return add
+    choices = ("literal", "prefixed") if pattern_default == "literal" else ("any", "match", "literal", "prefixed")
+    return (one_of(arg("--topic", metavar="NAME", help="a topic (or prefix); * for every topic"),
+                   arg("--group", metavar="NAME", help="a consumer group (or prefix); * for every group"),
+                   arg("--transactional-id", metavar="ID"),
+                   arg("--cluster", action="store_true", help="the cluster (kafka-cluster)")),
+            arg("--resource-pattern-type", default=pattern_default, choices=choices,
+                help=f"how the resource name matches (default {pattern_default})"))
 
 
 def _acl_resource(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -78,7 +75,7 @@ def _acl_errors() -> Iterator[None]:
                    help="READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, "
                         "ALTER_CONFIGS, IDEMPOTENT_WRITE or ALL (repeatable)"),
                arg("--host", default="*", help="the client address it applies to (default * = any)"),
-               _resource_args(pattern_default="literal"))
+               *_resource_args(pattern_default="literal"))
 async def add(ctx: Ctx, args: argparse.Namespace) -> int:
     resource_type, name = _acl_resource(args)
     if name is None:
@@ -106,7 +103,7 @@ def _acl_filter(args: argparse.Namespace) -> AclFilter:
 
 
 @group.command("list", "ACLs, optionally of one resource or principal",
-               _resource_args(pattern_default="any"),
+               *_resource_args(pattern_default="any"),
                arg("--principal", metavar="User:NAME"),
                json_flag())
 async def list_acls(ctx: Ctx, args: argparse.Namespace) -> int:
@@ -121,7 +118,7 @@ async def list_acls(ctx: Ctx, args: argparse.Namespace) -> int:
 
 
 @group.command("remove", "remove the ACLs matching every criterion given",
-               _resource_args(pattern_default="any"),
+               *_resource_args(pattern_default="any"),
                arg("--principal", metavar="User:NAME"),
                arg("--operation", metavar="OP"),
                arg("--permission", choices=("allow", "deny")),

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from kbroker_cli.command import CommandGroup, arg, json_flag
+from kbroker_cli.command import CommandGroup, arg, json_flag, one_of
 from kbroker_cli.common import EXIT_OK, Ctx, UsageError, admin, explain, kafka_errors, parse_kv
 
 group = CommandGroup("configs", "describe and change topic and broker configs (live, persisted)")
@@ -17,16 +17,14 @@ _SET_HERE = {"topic": ("DYNAMIC_TOPIC_CONFIG",), "broker": ("DYNAMIC_BROKER_CONF
              "defaults": ("DYNAMIC_DEFAULT_BROKER_CONFIG",), "group": ("GROUP_CONFIG",)}
 
 
-def _resource_args(parser: argparse.ArgumentParser) -> None:
-    """Which resource: exactly one of --topic, --broker, --broker-defaults, --group."""
-    which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--topic", metavar="NAME")
-    which.add_argument("--broker", type=int, metavar="ID", help="one broker's own dynamic configs")
-    which.add_argument("--broker-defaults", action="store_true",
-                       help="the cluster-wide defaults of the dynamic broker configs")
-    which.add_argument("--group", metavar="GROUP_ID",
-                       help="a consumer group's group configs (consumer.session.timeout.ms, "
-                            "consumer.heartbeat.interval.ms)")
+#: which resource: exactly one of --topic, --broker, --broker-defaults, --group
+_RESOURCE = one_of(
+    arg("--topic", metavar="NAME"),
+    arg("--broker", type=int, metavar="ID", help="one broker's own dynamic configs"),
+    arg("--broker-defaults", action="store_true", help="the cluster-wide defaults of the dynamic broker configs"),
+    arg("--group", metavar="GROUP_ID", help="a consumer group's group configs (consumer.session.timeout.ms, "
+                                            "consumer.heartbeat.interval.ms)"),
+    required=True)
 
 
 def _config_resource(args: argparse.Namespace) -> tuple[str, str, str]:
@@ -41,7 +39,7 @@ def _config_resource(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 @group.command("describe", "configs of a topic or broker: the ones set on it, or --all with their sources",
-               _resource_args,
+               _RESOURCE,
                arg("--all", action="store_true", help="every config with its value and source, "
                                                       "not only those set on the resource"),
                json_flag())
@@ -67,7 +65,7 @@ async def describe(ctx: Ctx, args: argparse.Namespace) -> int:
 
 
 @group.command("alter", "set, delete, append to or subtract from configs (IncrementalAlterConfigs)",
-               _resource_args,
+               _RESOURCE,
                arg("--set", action="append", default=[], metavar="KEY=VALUE"),
                arg("--delete", action="append", default=[], metavar="KEY",
                    help="remove the setting (back to the default)"),

@@ -1258,7 +1258,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, ConfigError) as exc:
         _err(str(exc))
         return EXIT_USAGE
-    from broker.logging_setup import configure_logging
+    from broker.observability.logging_setup import configure_logging
 
     configure_logging(("WARNING", "INFO", "DEBUG")[min(args.verbose, 2)])
     try:

@@ -15,9 +15,9 @@ import pytest
 from security_helpers import Pki
 
 from broker.cluster.local_kv import LocalKV
-from broker.config import BrokerConfig
+from broker.config.settings import BrokerConfig
 from broker.core import BrokerCore
-from broker.embedded import Broker
+from broker.testing.embedded import Broker
 from client import Acl, AclFilter, Admin, Producer
 from client.errors import AuthenticationError, KafkaError
 from protocol.api import ApiKey, decode_response, encode_request
@@ -181,7 +181,7 @@ async def test_frames_before_authentication_are_bounded(tmp_path: Path) -> None:
         async with Admin(**sasl(broker)) as admin:  # a normal login is far below the bound
             await admin.list_topics()
             conn = next(iter(broker.core.server.connections))
-            assert conn.receiver.max_frame_bytes == broker.config.max_frame_bytes  # lifted once authenticated
+            assert conn.receiver.max_frame_bytes == broker.config.settings.max_frame_bytes  # lifted once authenticated
 
 
 async def test_failed_logins_wait_out_the_delay_without_holding_up_others(tmp_path: Path) -> None:

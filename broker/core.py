@@ -107,8 +107,9 @@ class BrokerCore:
         from broker.admin.topics import TopicAdmin
         from broker.cluster.producer_ids import ProducerIdManager
         from broker.coordinator.group.service import GroupService, ImageTopics
-        from broker.handlers.apis import KafkaApis
         from broker.handlers.authorization import RequestAuthorizer
+        from broker.handlers.dispatch import RequestDispatcher
+        from broker.handlers.services import Services
         from broker.network.server import KafkaServer
         from broker.replication.replica_manager import ReplicaManager
 
@@ -182,16 +183,16 @@ class BrokerCore:
             if config.sasl_users_file:
                 await self.security_admin.seed_users(load_users_file(config.sasl_users_file))
             self.topics = TopicAdmin(self.metadata, self.logs, node_id=config.node_id)
-            self.apis = KafkaApis(config=config, metrics=self.metrics, faults=self.faults,
-                                  replica=self.replica_manager, groups=self.group_service, txns=self.txn_service,
-                                  topics=self.topics, metadata=self.metadata, producer_ids=self.producer_ids,
-                                  logs=self.logs, dynamic=self.dynamic,
-                                  configs=ConfigAdmin(topics=self.topics, metadata=self.metadata,
-                                                      dynamic=self.dynamic, logs=self.logs,
-                                                      node_id=config.node_id),
-                                  security=self.security_admin,
-                                  authz=RequestAuthorizer(topic_name=image.topic_name, events=self.metrics.auth_events()))
-            self.server.apis = self.apis
+            self.services = Services(
+                config=config, metrics=self.metrics, replica=self.replica_manager, groups=self.group_service,
+                txns=self.txn_service, topics=self.topics, metadata=self.metadata, producer_ids=self.producer_ids,
+                logs=self.logs, dynamic=self.dynamic,
+                configs=ConfigAdmin(topics=self.topics, metadata=self.metadata, dynamic=self.dynamic, logs=self.logs,
+                                    node_id=config.node_id),
+                security=self.security_admin,
+                authz=RequestAuthorizer(topic_name=image.topic_name, events=self.metrics.auth_events()))
+            self.dispatcher = RequestDispatcher(self.services, metrics=self.metrics, faults=self.faults)
+            self.server.dispatcher = self.dispatcher
             self.replica_manager.start()
             await self._prepare_coordinators()
             await self.server.serve()
@@ -231,7 +232,7 @@ class BrokerCore:
                                    client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout,
                                    listener=listener, security=security)
             return TxnChannel(config.node_id, remote, lambda api_key, version, body:
-                              self.apis.handle_in_process(api_key, version, body))
+                              self.dispatcher.in_process(api_key, version, body))
 
         def leader_of(topic: str, partition: int) -> int | None:
             part = image.partition(topic, partition)

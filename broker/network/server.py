@@ -8,7 +8,7 @@ many at a time into a scratch buffer the server's connections share, and a
 large request (a produce of a big batch) is read straight into a buffer of its
 own, which the request keeps — its record batch is validated, stamped and
 written to the log from there without another copy.  Requests are handed, in
-order, to the single dispatch point (:meth:`broker.handlers.apis.KafkaApis.handle`);
+order, to the single dispatch point (:meth:`broker.handlers.dispatch.RequestDispatcher.dispatch`);
 handlers answer at once or later (a long-poll Fetch, a JoinGroup), and
 responses leave in request order, the ones ready together handed to the
 transport in one ``writelines`` (one system call for a burst of pipelined
@@ -65,6 +65,7 @@ import types
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from broker.log.region import FileRegion, release_parts
 from broker.security.acl import ANONYMOUS, AuthorizationSession
 from broker.security.connection import ConnectionSecurity
 from broker.security.sasl import SaslError, SaslServer, SaslState
@@ -78,8 +79,7 @@ from protocol.primitives import ExternalBytes, Obj
 
 if TYPE_CHECKING:
     from broker.config.settings import BrokerConfig
-    from broker.handlers.apis import KafkaApis
-    from broker.log.segment import SegmentFile
+    from broker.handlers.dispatch import RequestDispatcher
 
 T = TypeVar("T")
 _api_key = struct.Struct(">h")
@@ -98,45 +98,6 @@ _REQUEST_SLACK = 64 * 1024
 _NO_SENDFILE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.EOVERFLOW})
 
 
-class FileRegion(ExternalBytes):
-    """Record bytes in segment files: ``(file, offset, length)`` chunks sent back to back.
-
-    The region takes a reference on every :class:`~broker.log.segment.SegmentFile` it names
-    and keeps it until :meth:`release`, which the connection calls once the bytes are handed to
-    the socket or the connection is dropped.  ``on_sent(size)`` runs once the whole region has
-    been handed to the socket (never for a response that was not sent).
-    """
-
-    __slots__ = ("_held", "chunks", "on_sent")
-
-    def __init__(self, chunks: list[tuple[SegmentFile, int, int]],
-                 on_sent: Callable[[int], None] | None = None) -> None:
-        super().__init__(sum(c[2] for c in chunks))
-        held: list[SegmentFile] = []
-        try:
-            for handle, _, _ in chunks:
-                held.append(handle.retain())
-        except BaseException:
-            for handle in held:
-                handle.release()
-            raise
-        self.chunks = chunks
-        self.on_sent = on_sent
-        self._held = held
-
-    def release(self) -> None:
-        """Give the file references back (idempotent)."""
-        held, self._held = self._held, []
-        for handle in held:
-            handle.release()
-
-    def __del__(self) -> None:
-        # Safety net for a response dropped before reaching a connection (its request task
-        # was cancelled): the references go with the region instead of leaking.
-        if getattr(self, "_held", None):
-            self.release()
-
-
 def is_awaitable(result: Any) -> bool:
     """Whether a handler's result is still to come (a coroutine or future).  Cheap for the
     usual answers (``isinstance(x, Awaitable)`` costs an ABC check on every request)."""
@@ -146,14 +107,6 @@ def is_awaitable(result: Any) -> bool:
     if kind is types.CoroutineType or isinstance(result, asyncio.Future):
         return True
     return inspect.isawaitable(result)
-
-
-def release_parts(parts: Any) -> None:
-    """Release the file regions of response parts that will not be written."""
-    if parts:
-        for part in parts:
-            if isinstance(part, FileRegion):
-                part.release()
 
 
 async def _after(delay_s: float, value: T) -> T:
@@ -193,7 +146,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def __init__(self, server: KafkaServer, listener: ServerListener | None = None) -> None:
         self.server = server
-        self.apis = server.apis
+        self.dispatcher = server.dispatcher
         config = server.config
         self.listener = listener or server.listeners[0]
         #: who is on the other end: User:ANONYMOUS, the certificate's User:<CN>, or the SASL user
@@ -364,7 +317,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         slot = _Slot()
         self.pending.append(slot)
         try:
-            result = self.apis.handle(self, frame)
+            result = self.dispatcher.dispatch(self, frame)
         except ProtocolError as exc:
             self.pending.pop()
             self.close_after_pending(f"malformed request: {exc}")
@@ -705,10 +658,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 class KafkaServer:
     """Listener and connection registry: limits, idle reaping, graceful stop."""
 
-    def __init__(self, config: BrokerConfig, apis: KafkaApis | None = None, *,
+    def __init__(self, config: BrokerConfig, dispatcher: RequestDispatcher | None = None, *,
                  listeners: Sequence[ServerListener] | None = None, security: ConnectionSecurity | None = None) -> None:
         self.config = config
-        self.apis: KafkaApis = apis  # type: ignore[assignment]  # set before serve()
+        self.dispatcher: RequestDispatcher = dispatcher  # type: ignore[assignment]  # set before serve()
         self.listeners: tuple[ServerListener, ...] = (tuple(listeners) if listeners is not None
                                                       else server_listeners(config))
         self.security = security if security is not None else ConnectionSecurity(CredentialStore())
@@ -756,13 +709,13 @@ class KafkaServer:
         if len(self.connections) >= self.config.max_connections:
             return False
         self.connections.add(conn)
-        self.apis.metrics.connections.set(len(self.connections))
+        self.dispatcher.metrics.connections.set(len(self.connections))
         return True
 
     def unregister(self, conn: KafkaConnection) -> None:
         self.connections.discard(conn)
         self._budget_waiters.discard(conn)
-        self.apis.metrics.connections.set(len(self.connections))
+        self.dispatcher.metrics.connections.set(len(self.connections))
 
     async def bind(self) -> tuple[str, int]:
         """Listen on every listener without accepting yet (connections wait in the backlog);
@@ -788,8 +741,8 @@ class KafkaServer:
         return self.bound[self.listeners[0].name]
 
     async def serve(self) -> None:
-        """Start accepting connections (``apis`` must be set)."""
-        assert self.servers and self.apis is not None
+        """Start accepting connections (``dispatcher`` must be set)."""
+        assert self.servers and self.dispatcher is not None
         for server in self.servers.values():
             await server.start_serving()
         self._reaper = asyncio.ensure_future(self._reap_idle())

@@ -57,8 +57,8 @@ from broker.log.errors import (
     UnknownTopicOrPartitionError,
 )
 from broker.log.recompress import compression_level, recompress_for_topic, target_codec
+from broker.log.region import FileRegion, release_parts
 from broker.log.validation import RecordValidationError, check_keys, with_timestamp_errors
-from broker.network.server import FileRegion, release_parts
 from broker.replication.partition import Partition
 from broker.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
 from protocol.error_codes import ErrorCode
@@ -69,7 +69,6 @@ if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
     from broker.config.settings import BrokerConfig
     from broker.coordinator.txn.verifier import TxnVerifier
-    from broker.handlers.apis import RequestContext
     from broker.log.manager import LogManager
     from broker.log.partition_log import AppendResult, PartitionLog, ReadResult
     from broker.log.producer_state import VerificationGuard
@@ -481,21 +480,21 @@ class ReplicaManager:
             op.force_complete()
 
     # -- produce ---------------------------------------------------------------------
-    def handle_produce(self, ctx: RequestContext, req: Obj) -> Obj | Awaitable[Obj | None] | None:
+    def produce(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        """Append every partition of a Produce request; the response body now, or (acks=all, or a
+        transactional producer's first batch in a partition) an awaitable of it."""
         if req["transactional_id"] is not None:  # item access: the request path avoids Obj's attribute fallback
-            return self._produce_transactional(ctx, req)
-        return self._produce(ctx, req)
+            return self._produce_transactional(version, req)
+        return self._produce(version, req)
 
-    def _produce(self, ctx: RequestContext, req: Obj, guards: dict[TopicPartition, VerificationGuard] | None = None,
-                 refused: dict[TopicPartition, int] | None = None) -> Obj | asyncio.Future[Obj] | None:
+    def _produce(self, version: int, req: Obj, guards: dict[TopicPartition, VerificationGuard] | None = None,
+                 refused: dict[TopicPartition, int] | None = None) -> Obj | asyncio.Future[Obj]:
         """Append every partition of a Produce; ``guards``: verification guards of transactional batches,
         ``refused``: partitions answered with an error instead (their verification failed)."""
-        version = ctx.version
         acks = req["acks"]
         bad_acks = acks not in (0, 1, -1)
         responses = []
         waits: list[_ProduceWait] = []
-        any_error = False
         for topic in req["topic_data"]:
             name = topic["name"]
             internal = is_internal_topic(name)
@@ -513,14 +512,8 @@ class ReplicaManager:
                 else:
                     guard = guards.get((name, index)) if guards is not None else None
                     entry = self._append_partition(name, index, pd["records"], version, acks, waits, guard)
-                if entry["error_code"]:
-                    any_error = True
                 parts.append(entry)
             responses.append({"name": name, "partition_responses": parts})
-        if acks == 0:
-            if any_error:
-                ctx.conn.close_after_flush()
-            return None
         body = Obj(responses=responses, throttle_time_ms=0)
         if not waits:
             return body
@@ -535,7 +528,7 @@ class ReplicaManager:
                                                             for w in waits})
         return future
 
-    async def _produce_transactional(self, ctx: RequestContext, req: Obj) -> Obj | None:
+    async def _produce_transactional(self, version: int, req: Obj) -> Obj:
         """A transactional producer's Produce: the batches that would open its transaction in a partition
         are checked with its transaction coordinator first (KIP-890; Produce v12+ adds the partition
         to the transaction instead), then everything is appended as usual."""
@@ -567,12 +560,12 @@ class ReplicaManager:
                 codes = dict.fromkeys(guards, int(E.NOT_ENOUGH_REPLICAS))
             else:
                 codes = await verifier.verify(req.transactional_id, producer[0], producer[1], list(guards),
-                                              add=ctx.version >= 12)
+                                              add=version >= 12)
             for tp, code in codes.items():
                 if code != E.NONE:
                     guards.pop(tp, None)
-                    refused[tp] = produce_verification_error(code, ctx.version)
-        result = self._produce(ctx, req, guards, refused)
+                    refused[tp] = produce_verification_error(code, version)
+        result = self._produce(version, req, guards, refused)
         if isinstance(result, asyncio.Future):
             return await result
         return result
@@ -706,8 +699,10 @@ class ReplicaManager:
             return state.replica_id if state is not None else -1
         return req.replica_id
 
-    def handle_fetch(self, ctx: RequestContext, req: Obj) -> Obj | asyncio.Future[Obj]:
-        version = ctx.version
+    def fetch(self, version: int, req: Obj, listener: str) -> Obj | asyncio.Future[Obj]:
+        """A Fetch request (a consumer's, or a follower's with its replica id): the response body now,
+        or a future of it when it waits for ``min_bytes`` (up to ``max_wait_ms``).  Leaders named in
+        it are given with their addresses on ``listener``."""
         if version >= 7 and (req.session_id != 0 or req.session_epoch > 0):
             return Obj(throttle_time_ms=0, error_code=E.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
         replica_id = self.replica_id_of(version, req)
@@ -722,7 +717,6 @@ class ReplicaManager:
         if replica_id >= 0:
             state = req.get("replica_state") if version >= 15 else None
             self._record_follower_fetch(replica_id, parts, state.replica_epoch if state is not None else -1)
-        listener = ctx.conn.listener.name
         body, ready = self.read_fetch(version, req, parts, replica_id, listener)
         min_bytes = max(1, min(req.min_bytes, req.max_bytes))
         if ready or req.max_wait_ms <= 0 or not parts or self._fetched_bytes(body) >= min_bytes:
@@ -907,109 +901,6 @@ class ReplicaManager:
             if reg is not None and ep is not None:
                 out.append({"node_id": node, "host": ep.host, "port": ep.port, "rack": reg.rack})
         return out
-
-    # -- offsets ---------------------------------------------------------------------
-    def handle_list_offsets(self, ctx: RequestContext, req: Obj) -> Obj:
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                entry = {"partition_index": p.partition_index, "error_code": 0, "timestamp": -1, "offset": -1,
-                         "leader_epoch": -1}
-                try:
-                    partition = self.leader_partition(t.name, p.partition_index)
-                    code = partition.check_leader_epoch(p.get("current_leader_epoch", -1))
-                    if code != E.NONE:
-                        entry["error_code"] = code
-                        parts.append(entry)
-                        continue
-                    plog = partition.log
-                    ts = p.timestamp
-                    if ts == LATEST_TIERED:
-                        offset, found_ts = -1, -1
-                    elif ts == LATEST and ctx.version >= 2 and req.isolation_level == 1:
-                        offset, found_ts = plog.last_stable_offset, -1
-                    elif ts == EARLIEST_LOCAL:
-                        offset, found_ts = plog.list_offset(EARLIEST)
-                    elif ts == MAX_TIMESTAMP and ctx.version < 7:
-                        raise LogError("max timestamp needs ListOffsets v7")
-                    else:
-                        offset, found_ts = plog.list_offset(ts)
-                    entry["offset"], entry["timestamp"] = offset, found_ts
-                    if offset >= 0:
-                        entry["leader_epoch"] = (partition.leader_epoch if ts == LATEST
-                                                 else max(plog.epoch_cache.epoch_for_offset(offset), -1))
-                except LogError as exc:
-                    entry["error_code"] = exc.error_code if exc.error_code != -1 else E.INVALID_REQUEST
-                parts.append(entry)
-            topics.append({"name": t.name, "partitions": parts})
-        return Obj(throttle_time_ms=0, topics=topics)
-
-    def handle_offset_for_leader_epoch(self, ctx: RequestContext, req: Obj) -> Obj:
-        """OffsetsForLeaderEpoch: where each requested epoch ends in the leader's log (KIP-101/279/320)."""
-        replica_id = req.get("replica_id", -2)
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                entry = {"error_code": 0, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
-                try:
-                    partition = self.leader_partition(t.topic, p.partition)
-                    code = partition.check_leader_epoch(p.current_leader_epoch)
-                    if code != E.NONE:
-                        entry["error_code"] = code
-                    else:
-                        plog = partition.log
-                        epoch, end = plog.epoch_cache.end_offset_for(p.leader_epoch, plog.log_end_offset)
-                        if replica_id < 0 and end >= 0:
-                            end = min(end, plog.high_watermark)
-                        entry["leader_epoch"], entry["end_offset"] = epoch, end
-                except LogError as exc:
-                    entry["error_code"] = exc.error_code
-                parts.append(entry)
-            topics.append({"topic": t.topic, "partitions": parts})
-        return Obj(throttle_time_ms=0, topics=topics)
-
-    def handle_delete_records(self, ctx: RequestContext, req: Obj) -> Obj:
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
-                try:
-                    plog = self.writable_partition(t.name, p.partition_index).log
-                    offset = plog.high_watermark if p.offset == -1 else p.offset
-                    if offset < 0 or offset > plog.high_watermark:
-                        raise OffsetOutOfRangeError(f"offset {offset} beyond the high watermark")
-                    entry["low_watermark"] = plog.delete_records_before(offset)
-                except LogError as exc:
-                    entry["error_code"] = exc.error_code
-                parts.append(entry)
-            topics.append({"name": t.name, "partitions": parts})
-        return Obj(throttle_time_ms=0, topics=topics)
-
-    def handle_describe_producers(self, ctx: RequestContext, req: Obj) -> Obj:
-        """DescribeProducers: the producers a partition's leader knows, with their open transactions."""
-        topics = []
-        for t in req.topics:
-            parts = []
-            for index in t.partition_indexes:
-                entry: dict[str, Any] = {"partition_index": index, "error_code": 0, "error_message": None,
-                                         "active_producers": []}
-                try:
-                    state = self.leader_partition(t.name, index).log.producer_state
-                except LogError as exc:
-                    entry["error_code"] = exc.error_code
-                    parts.append(entry)
-                    continue
-                for pid, producer in sorted(state.producers.items()):
-                    entry["active_producers"].append({
-                        "producer_id": pid, "producer_epoch": producer.epoch, "last_sequence": producer.last_seq,
-                        "last_timestamp": producer.last_timestamp, "coordinator_epoch": producer.coordinator_epoch,
-                        "current_txn_start_offset": producer.txn_first_offset})
-                parts.append(entry)
-            topics.append({"name": t.name, "partitions": parts})
-        return Obj(throttle_time_ms=0, topics=topics)
 
     # -- observability -----------------------------------------------------------------
     def under_replicated(self) -> list[TopicPartition]:

@@ -64,6 +64,7 @@ from broker.coordinator.write import (
     coordinator_unavailable,
     write_error,
 )
+from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 
 from .config import GroupConfig
@@ -84,6 +85,12 @@ from .records import (
 from .timers import KeyedTimers
 
 __all__ = ["Effects", "GroupCoordinator", "Write", "commit_error", "group_write_error"]
+
+#: the group APIs as plain ints for the request path (an IntEnum comparison costs more)
+_JOIN_GROUP, _HEARTBEAT, _LEAVE_GROUP, _SYNC_GROUP = (int(ApiKey.JOIN_GROUP), int(ApiKey.HEARTBEAT),
+                                                      int(ApiKey.LEAVE_GROUP), int(ApiKey.SYNC_GROUP))
+_CONSUMER_GROUP_HEARTBEAT = int(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+_CLASSIC_MEMBERSHIP = frozenset({_JOIN_GROUP, _HEARTBEAT, _LEAVE_GROUP, _SYNC_GROUP})
 
 log = logging.getLogger(__name__)
 
@@ -355,16 +362,16 @@ class GroupCoordinator:
 
     def handle(self, api_key: int, now_ms: int, api_version: int, request: Request, token: Hashable,
                *, client_id: str = "", client_host: str = "", topic_view: TopicView = None) -> Effects:
-        """Dispatch by Kafka API key (8, 9, 11-16, 28, 42, 47, 68, 69); ``topic_view``: which topics the
-        requesting principal may DESCRIBE (None: all), for a consumer group's regular expressions."""
-        if api_key == 68:
+        """Dispatch by Kafka API key (the group APIs); ``topic_view``: which topics the requesting
+        principal may DESCRIBE (None: all), for a consumer group's regular expressions."""
+        if api_key == _CONSUMER_GROUP_HEARTBEAT:
             return self.consumer_group_heartbeat(now_ms, api_version, request, token, client_id=client_id,
                                                  client_host=client_host, topic_view=topic_view)
-        if api_key in (11, 12, 13, 14) and (request.get("group_id") or "") in self.consumer.groups:
+        if api_key in _CLASSIC_MEMBERSHIP and (request.get("group_id") or "") in self.consumer.groups:
             fx = self._classic_on_consumer_group(api_key, now_ms, api_version, request, token)
             if fx is not None:
                 return fx
-        if api_key == 11:
+        if api_key == _JOIN_GROUP:
             return self.join_group(now_ms, api_version, request, token,
                                    client_id=client_id, client_host=client_host)
         handler = self._BY_KEY.get(api_key)
@@ -439,19 +446,19 @@ class GroupCoordinator:
         (None: go on with the classic request)."""
         group = self.consumer.groups[request.get("group_id")]
         self._begin(now_ms)
-        if not group.members and api_key == 11:
+        if not group.members and api_key == _JOIN_GROUP:
             self.consumer.delete(group)
             self._consumer_writes()
             fx = self._finish()
             more = self.join_group(now_ms, version, request, token)
             more.writes[:0] = fx.writes
             return more
-        if api_key == 11:
+        if api_key == _JOIN_GROUP:
             self._join_error(_Join(version, token, group.group_id, request.get("member_id") or "", None, 0, 0, "",
                                    (), "", ""), E.INCONSISTENT_GROUP_PROTOCOL)
-        elif api_key == 14:
+        elif api_key == _SYNC_GROUP:
             self._reply(token, _sync_response(version, E.UNKNOWN_MEMBER_ID))
-        elif api_key == 12:
+        elif api_key == _HEARTBEAT:
             self._reply(token, _heartbeat_response(version, E.UNKNOWN_MEMBER_ID))
         else:
             resp: Response = {"error_code": E.UNKNOWN_MEMBER_ID}
@@ -1667,17 +1674,17 @@ class GroupCoordinator:
 
 
 GroupCoordinator._BY_KEY = {
-    8: GroupCoordinator.offset_commit,
-    28: GroupCoordinator.txn_offset_commit,
-    9: GroupCoordinator.offset_fetch,
-    12: GroupCoordinator.heartbeat,
-    13: GroupCoordinator.leave_group,
-    14: GroupCoordinator.sync_group,
-    15: GroupCoordinator.describe_groups,
-    16: GroupCoordinator.list_groups,
-    42: GroupCoordinator.delete_groups,
-    47: GroupCoordinator.offset_delete,
-    69: GroupCoordinator.consumer_group_describe,
+    ApiKey.OFFSET_COMMIT: GroupCoordinator.offset_commit,
+    ApiKey.TXN_OFFSET_COMMIT: GroupCoordinator.txn_offset_commit,
+    ApiKey.OFFSET_FETCH: GroupCoordinator.offset_fetch,
+    ApiKey.HEARTBEAT: GroupCoordinator.heartbeat,
+    ApiKey.LEAVE_GROUP: GroupCoordinator.leave_group,
+    ApiKey.SYNC_GROUP: GroupCoordinator.sync_group,
+    ApiKey.DESCRIBE_GROUPS: GroupCoordinator.describe_groups,
+    ApiKey.LIST_GROUPS: GroupCoordinator.list_groups,
+    ApiKey.DELETE_GROUPS: GroupCoordinator.delete_groups,
+    ApiKey.OFFSET_DELETE: GroupCoordinator.offset_delete,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: GroupCoordinator.consumer_group_describe,
 }
 
 

@@ -19,10 +19,9 @@ this module adds what is the group coordinator's own:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.internal_topics import OFFSETS_TOPIC
@@ -40,7 +39,6 @@ from protocol.primitives import Obj
 if TYPE_CHECKING:
     from broker.config.settings import BrokerConfig
     from broker.coordinator.txn.verifier import TxnVerifier
-    from broker.handlers.apis import RequestContext
     from broker.observability.metrics import BrokerMetrics
     from broker.replication.replica_manager import ReplicaManager
     from protocol.timer_service import WheelTimer
@@ -50,12 +48,6 @@ log = logging.getLogger("kbroker.group")
 E = ErrorCode
 GroupShard = Shard[GroupCoordinator]
 
-#: API keys as plain ints for the request path (an IntEnum member lookup costs ~10 int compares)
-_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS = int(ApiKey.LIST_GROUPS), int(ApiKey.DESCRIBE_GROUPS), \
-    int(ApiKey.DELETE_GROUPS)
-_CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
-_MULTI_GROUP = frozenset({_LIST_GROUPS, _DESCRIBE_GROUPS, _DELETE_GROUPS, _CONSUMER_GROUP_DESCRIBE,
-                          int(ApiKey.OFFSET_FETCH)})
 #: group placements remembered at most (a broker with more groups than this works some out again)
 _PLACEMENTS_REMEMBERED = 65_536
 _MEMBERSHIP = frozenset({int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP), int(ApiKey.LEAVE_GROUP)})
@@ -163,31 +155,43 @@ class GroupService:
             for group_id in shard.coordinator.groups:
                 self._generations.pop(group_id, None)
 
-    # -- requests --------------------------------------------------------------------
-    def handle(self, ctx: RequestContext, req: Obj, *, topic_view: TopicView = None) -> Any:
-        """One group request; ``topic_view`` (ConsumerGroupHeartbeat): which topics the member's principal
-        may DESCRIBE (None: all), what its regular expression resolves over."""
-        header = ctx.header
-        key, version = header.api_key, header.api_version
-        if key in _MULTI_GROUP:
-            if key == _LIST_GROUPS:
-                return self._list_groups(ctx, req)
-            if key == _DESCRIBE_GROUPS:
-                return self._scatter(ctx, req, "groups", "groups", _describe_error)
-            if key == _DELETE_GROUPS:
-                return self._scatter(ctx, req, "groups_names", "results", _delete_error)
-            if key == _CONSUMER_GROUP_DESCRIBE:
-                return self._scatter(ctx, req, "group_ids", "groups", _consumer_describe_error)
-            if version >= 8:  # OffsetFetch for several groups
-                return self._scatter(ctx, req, "groups", "groups", _offset_fetch_error, field="group_id")
+    # -- requests (each group API's handler calls one of these) -----------------------
+    def request(self, key: int, version: int, req: Obj, *, client_id: str = "", client_host: str = "",
+                topic_view: TopicView = None) -> Obj | Awaitable[Obj]:
+        """A request naming one group (``group_id``), run on that group's shard: the response now, or
+        an awaitable when it waits (parked, or writing).  ``client_id``/``client_host`` name the member
+        joining; ``topic_view`` (ConsumerGroupHeartbeat): which topics the member's principal may
+        DESCRIBE (None: all), what its regular expression resolves over."""
         shard, code = self._shard_for(req["group_id"])
         if shard is None:
             return error_response(key, version, req, code)
-        if key == ApiKey.TXN_OFFSET_COMMIT and self.txn_verifier is not None:
-            return self._txn_offset_commit(shard, ctx, req)
-        return self._run(shard, ctx, req, topic_view)
+        return self._run(shard, key, version, req, client_id, client_host, topic_view)
 
-    async def _txn_offset_commit(self, shard: GroupShard, ctx: RequestContext, req: Obj) -> Any:
+    def describe_groups(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        return self._scatter(ApiKey.DESCRIBE_GROUPS, version, req, "groups", "groups", _describe_error)
+
+    def delete_groups(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        return self._scatter(ApiKey.DELETE_GROUPS, version, req, "groups_names", "results", _delete_error)
+
+    def consumer_group_describe(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        return self._scatter(ApiKey.CONSUMER_GROUP_DESCRIBE, version, req, "group_ids", "groups",
+                             _consumer_describe_error)
+
+    def offset_fetch(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        if version >= 8:  # several groups
+            return self._scatter(ApiKey.OFFSET_FETCH, version, req, "groups", "groups", _offset_fetch_error,
+                                 field="group_id")
+        return self.request(ApiKey.OFFSET_FETCH, version, req)
+
+    def txn_offset_commit(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        shard, code = self._shard_for(req["group_id"])
+        if shard is None:
+            return error_response(ApiKey.TXN_OFFSET_COMMIT, version, req, code)
+        if self.txn_verifier is None:
+            return self._run(shard, ApiKey.TXN_OFFSET_COMMIT, version, req)
+        return self._txn_offset_commit(shard, version, req)
+
+    async def _txn_offset_commit(self, shard: GroupShard, version: int, req: Obj) -> Obj:
         """TxnOffsetCommit: first check with the producer's transaction coordinator that this offsets
         partition belongs to its ongoing transaction (KIP-890; v5+, transaction version 2: add it), so
         offsets can never wait for a marker nobody will write."""
@@ -196,10 +200,10 @@ class GroupService:
         assert self.txn_verifier is not None
         tp = (OFFSETS_TOPIC, shard.partition)
         codes = await self.txn_verifier.verify(req.transactional_id, req.producer_id, req.producer_epoch, [tp],
-                                               add=ctx.version >= 5)
+                                               add=version >= 5)
         code = codes.get(tp, E.UNKNOWN_SERVER_ERROR)
         if code != E.NONE:
-            code = produce_verification_error(code, 11 if ctx.version >= 5 else 0)
+            code = produce_verification_error(code, 11 if version >= 5 else 0)
             if code == E.NOT_ENOUGH_REPLICAS:
                 code = E.COORDINATOR_LOAD_IN_PROGRESS  # the transaction coordinator is busy: retry
             return Obj(throttle_time_ms=0, topics=[
@@ -207,28 +211,28 @@ class GroupService:
                                                 for p in t.partitions]} for t in req.topics])
         current, _ = self._shard_for(req.group_id)
         if current is None:
-            return error_response(ctx.header.api_key, ctx.version, req, E.NOT_COORDINATOR)
-        result = self._run(current, ctx, req)
-        return await result if not isinstance(result, dict) else result
+            return error_response(ApiKey.TXN_OFFSET_COMMIT, version, req, E.NOT_COORDINATOR)
+        result = self._run(current, ApiKey.TXN_OFFSET_COMMIT, version, req)
+        return result if isinstance(result, dict) else await result
 
     def _shard_for(self, group_id: str) -> tuple[GroupShard | None, int]:
         return self.runtime.shard(self.partition_for(group_id))
 
-    def _run(self, shard: GroupShard, ctx: RequestContext, req: Any, topic_view: TopicView = None) -> Any:
+    def _run(self, shard: GroupShard, key: int, version: int, req: Any, client_id: str = "",
+             client_host: str = "", topic_view: TopicView = None) -> Any:
         """Run one request on a shard: the response now, or a future when it waits (parked or writing)."""
-        key, version = ctx.header.api_key, ctx.version
         now = now_ms()
 
         def call(coordinator: GroupCoordinator, token: Hashable) -> Effects:
-            return coordinator.handle(key, now, version, req, token, client_id=ctx.client_id,
-                                      client_host=ctx.client_host, topic_view=topic_view)
+            return coordinator.handle(key, now, version, req, token, client_id=client_id,
+                                      client_host=client_host, topic_view=topic_view)
 
         result = self.runtime.run(shard, call, lambda code: error_response(key, version, req, code))
         if key in _MEMBERSHIP:
             self._track_rebalances(shard, req.get("group_id"))
         return result
 
-    def _scatter(self, ctx: RequestContext, req: Obj, request_field: str, response_field: str,
+    def _scatter(self, key: int, version: int, req: Obj, request_field: str, response_field: str,
                  error_entry: Callable[[str, int], dict[str, Any]], field: str | None = None) -> Any:
         """A request naming several groups: one sub-request per shard, answers merged in request order."""
         items = list(req[request_field] or [])
@@ -246,7 +250,7 @@ class GroupService:
             sub = Obj(req)
             sub[request_field] = [item for _, item in entries]
             keys = [(i, item[field] if field else item) for i, item in entries]
-            subs.append((keys, self._run(self.shards[partition], ctx, sub)))
+            subs.append((keys, self._run(self.shards[partition], key, version, sub)))
 
         def merge(results: list[Any]) -> Any:
             template: Any = None
@@ -263,12 +267,11 @@ class GroupService:
             body[response_field] = [answers[i] for i in range(len(items))]
             return Obj(body)
 
-        if all(not isinstance(r, asyncio.Future) and not asyncio.iscoroutine(r) for _, r in subs):
+        if all(isinstance(r, dict) for _, r in subs):
             return merge([r for _, r in subs])
 
         async def gather() -> Any:
-            return merge([await r if asyncio.iscoroutine(r) or isinstance(r, asyncio.Future) else r
-                          for _, r in subs])
+            return merge([r if isinstance(r, dict) else await r for _, r in subs])
 
         return gather()
 
@@ -301,14 +304,15 @@ class GroupService:
             if shard.coordinator is not None and not shard.loading:
                 self.runtime.apply(shard, shard.coordinator.metadata_changed(now_ms()))
 
-    def _list_groups(self, ctx: RequestContext, req: Obj) -> Any:
+    def list_groups(self, version: int, req: Obj) -> Obj:
+        """ListGroups: every shard's groups (COORDINATOR_LOAD_IN_PROGRESS while one is loading)."""
         groups: list[Any] = []
         error = E.NONE
         for shard in list(self.shards.values()):
             if shard.loading or shard.coordinator is None:
                 error = E.COORDINATOR_LOAD_IN_PROGRESS
                 continue
-            result = self._run(shard, ctx, req)
+            result = self._run(shard, ApiKey.LIST_GROUPS, version, req)
             if isinstance(result, dict):
                 groups.extend(result["groups"])
         return Obj(throttle_time_ms=0, error_code=error, groups=groups)

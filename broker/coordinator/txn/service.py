@@ -20,9 +20,8 @@ the same runtime the group coordinator uses.  This module adds:
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.internal_topics import TRANSACTION_STATE_TOPIC
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
     from broker.cluster.producer_ids import ProducerIdManager
     from broker.config.settings import BrokerConfig
-    from broker.handlers.apis import RequestContext
     from broker.observability.metrics import BrokerMetrics
     from broker.replication.replica_manager import ReplicaManager
     from protocol.timer_service import WheelTimer
@@ -143,28 +141,26 @@ class TransactionService:
         self.markers.cancel((shard.partition, shard.epoch))
 
     # -- requests --------------------------------------------------------------------
-    def handle(self, ctx: RequestContext, req: Obj) -> Any:
-        key = ctx.header.api_key
-        if key == ApiKey.INIT_PRODUCER_ID:
-            return self._init_producer_id(ctx, req)
-        if key == ApiKey.ADD_PARTITIONS_TO_TXN:
-            if ctx.version >= 4:
-                return self._add_partitions_batched(ctx, req)
-            return self._route(ctx, req, req.v3_and_below_transactional_id, TransactionCoordinator.add_partitions,
-                               lambda code: _add_partitions_v3_error(req, code))
-        if key == ApiKey.ADD_OFFSETS_TO_TXN:
-            return self._route(ctx, req, req.transactional_id, TransactionCoordinator.add_offsets)
-        if key == ApiKey.END_TXN:
-            return self._route(ctx, req, req.transactional_id, TransactionCoordinator.end_txn)
-        if key == ApiKey.DESCRIBE_TRANSACTIONS:
-            return self._describe(req)
-        if key == ApiKey.LIST_TRANSACTIONS:
-            return self._list(ctx, req)
-        raise ValueError(f"API key {key} is not a transaction-coordinator API")
+    def init_producer_id(self, version: int, req: Obj) -> Awaitable[Obj]:
+        """InitProducerId of a transactional producer (a non-transactional one gets a fresh id from the
+        handler itself)."""
+        return self._init_producer_id(version, req)
 
-    def _route(self, ctx: RequestContext, req: Obj, transactional_id: str | None,
+    def add_partitions(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        if version >= 4:
+            return self._add_partitions_batched(version, req)
+        return self._route(ApiKey.ADD_PARTITIONS_TO_TXN, version, req, req.v3_and_below_transactional_id,
+                           TransactionCoordinator.add_partitions, lambda code: _add_partitions_v3_error(req, code))
+
+    def add_offsets(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        return self._route(ApiKey.ADD_OFFSETS_TO_TXN, version, req, req.transactional_id,
+                           TransactionCoordinator.add_offsets)
+
+    def end_txn(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        return self._route(ApiKey.END_TXN, version, req, req.transactional_id, TransactionCoordinator.end_txn)
+
+    def _route(self, key: int, version: int, req: Obj, transactional_id: str | None,
                method: Callable[..., Effects], on_error: Callable[[int], Any] | None = None) -> Any:
-        key, version = ctx.header.api_key, ctx.version
         now = now_ms()
 
         def call(coordinator: TransactionCoordinator, token: Hashable) -> Effects:
@@ -179,11 +175,11 @@ class TransactionService:
         threshold = _FENCED_SINCE.get(key, 0)
         if version >= threshold:
             return result
-        if isinstance(result, dict | Obj):
+        if isinstance(result, dict):
             return _unfence(result)
         return _unfence_later(result)
 
-    async def _init_producer_id(self, ctx: RequestContext, req: Obj) -> Any:
+    async def _init_producer_id(self, version: int, req: Obj) -> Any:
         if self.producer_ids.available == 0:
             try:
                 await self.producer_ids.prefetch()
@@ -191,14 +187,12 @@ class TransactionService:
                 log.warning("no producer ids: %s", exc)
                 return Obj(throttle_time_ms=0, error_code=E.COORDINATOR_NOT_AVAILABLE, producer_id=-1,
                            producer_epoch=-1)
-        result = self._route(ctx, req, req.transactional_id, TransactionCoordinator.init_producer_id)
-        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-            return await result
-        return result
+        result = self._route(ApiKey.INIT_PRODUCER_ID, version, req, req.transactional_id,
+                             TransactionCoordinator.init_producer_id)
+        return result if isinstance(result, dict) else await result
 
-    def _add_partitions_batched(self, ctx: RequestContext, req: Obj) -> Any:
+    def _add_partitions_batched(self, version: int, req: Obj) -> Any:
         """AddPartitionsToTxn v4+ (from partition leaders): one sub-request per shard, answers merged."""
-        version = ctx.version
         by_shard: dict[int, list[Any]] = {}
         answers: dict[int, Any] = {}
         txns = list(req.transactions or [])
@@ -229,15 +223,15 @@ class TransactionService:
                     answers[i] = entry
             return Obj(throttle_time_ms=0, error_code=0, results_by_transaction=[answers[i] for i in range(len(txns))])
 
-        if all(isinstance(r, dict | Obj) for _, r in subs):
+        if all(isinstance(r, dict) for _, r in subs):
             return merge([r for _, r in subs])
 
         async def gather() -> Obj:
-            return merge([r if isinstance(r, dict | Obj) else await r for _, r in subs])
+            return merge([r if isinstance(r, dict) else await r for _, r in subs])
 
         return gather()
 
-    def _describe(self, req: Obj) -> Obj:
+    def describe_transactions(self, req: Obj) -> Obj:
         states = []
         for tid in req.transactional_ids or []:
             shard, code = self.runtime.shard(self.partition_for(tid))
@@ -249,7 +243,7 @@ class TransactionService:
                 states.append(shard.coordinator.describe(tid))
         return Obj(throttle_time_ms=0, transaction_states=states)
 
-    def _list(self, ctx: RequestContext, req: Obj) -> Obj:
+    def list_transactions(self, version: int, req: Obj) -> Obj:
         wanted: set[TxnState] = set()
         unknown: list[str] = []
         for name in req.state_filters or []:
@@ -259,7 +253,7 @@ class TransactionService:
             else:
                 wanted.add(state)
         pids = set(req.producer_id_filters or [])
-        duration = req.get("duration_filter", -1) if ctx.version >= 1 else -1
+        duration = req.get("duration_filter", -1) if version >= 1 else -1
         error = E.NONE
         entries: list[dict[str, Any]] = []
         now = now_ms()

@@ -3,9 +3,9 @@
 Users' test suites call this through :attr:`broker.Broker.faults` to check
 how their consumers and producers handle broker errors::
 
-    broker.testing.faults.inject("Fetch", error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, times=3)
-    broker.testing.faults.inject("Produce", latency_ms=200)
-    broker.testing.faults.inject("Heartbeat", drop_connection=True, times=1)
+    broker.faults.inject("Fetch", error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, times=3)
+    broker.faults.inject("Produce", latency_ms=200)
+    broker.faults.inject("Heartbeat", drop_connection=True, times=1)
 """
 
 from __future__ import annotations

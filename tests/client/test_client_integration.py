@@ -244,7 +244,7 @@ async def test_fetch_backs_off_on_retriable_partition_errors_and_recovers(broker
     bs = broker.bootstrap_servers
     async with Producer(bootstrap_servers=bs, **FAST) as p:
         await bounded(p.send("flaky", value=b"x", partition=0))
-    fault = broker.testing.faults.inject("Fetch", error_code=6, times=3)  # NOT_LEADER_OR_FOLLOWER
+    fault = broker.faults.inject("Fetch", error_code=6, times=3)  # NOT_LEADER_OR_FOLLOWER
     try:
         async with Consumer(bootstrap_servers=bs, auto_offset_reset="earliest", retry_backoff_ms=300, **FAST) as c:
             c.assign([TopicPartition("flaky", 0)])
@@ -254,7 +254,7 @@ async def test_fetch_backs_off_on_retriable_partition_errors_and_recovers(broker
             # three failed fetches, each followed by a retry_backoff_ms pause (not a hot loop)
             assert time.monotonic() - t0 >= 3 * 0.3
     finally:
-        broker.testing.faults.clear()
+        broker.faults.clear()
 
 
 async def test_limited_drains_and_undecoded_record_sets_hand_out_each_record_once(bs: str) -> None:

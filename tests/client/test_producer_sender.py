@@ -126,14 +126,14 @@ async def test_close_settles_every_future_even_with_a_batch_in_flight(broker: Br
     try:
         await p.partitions_for("sender-close")
         futures = [await p.enqueue("sender-close", value=b"%04d" % i, partition=0) for i in range(50)]
-        broker.testing.faults.inject("Produce", latency_ms=30_000)  # its answer comes long after the close
+        broker.faults.inject("Produce", latency_ms=30_000)  # its answer comes long after the close
         p._acc.flushing += 1
         p._send_ready()  # on the wire now; close does not wait for it (timeout 0)
         p._acc.flushing -= 1
         futures += [await p.enqueue("sender-close", value=b"late", partition=0) for _ in range(5)]
     finally:
         await asyncio.wait_for(p.close(timeout_s=0), STEP_S)
-        broker.testing.faults.clear()
+        broker.faults.clear()
     # failed because the producer closed, not left pending
     assert all(f.done() for f in futures)
     assert all(isinstance(f.exception(), IllegalStateError | KafkaConnectionError) for f in futures)

@@ -95,7 +95,7 @@ def test_errors_are_counted_by_api_and_code(metrics_broker):
     page = scrape(port)
     assert page.value("kbroker_errors_total", api="CreateTopics", error="TOPIC_ALREADY_EXISTS") == 2
 
-    broker.testing.faults.inject("Metadata", error_code=6, times=1)  # an injected error is counted too
+    broker.faults.inject("Metadata", error_code=6, times=1)  # an injected error is counted too
 
     async def metadata() -> None:
         async with Admin(bootstrap_servers=broker.bootstrap_servers) as admin:

@@ -181,7 +181,7 @@ async def test_frames_before_authentication_are_bounded(tmp_path: Path) -> None:
         async with Admin(**sasl(broker)) as admin:  # a normal login is far below the bound
             await admin.list_topics()
             conn = next(iter(broker.core.server.connections))
-            assert conn.receiver.max_frame_bytes == broker.config.settings.max_frame_bytes  # lifted once authenticated
+            assert conn.receiver.max_frame_bytes == broker.config.max_frame_bytes  # lifted once authenticated
 
 
 async def test_failed_logins_wait_out_the_delay_without_holding_up_others(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ A third case, ``keyed``, produces 100 B values under 1,000 distinct 36-byte keys
 10-partition topic with each client's default partitioner (murmur2 of the key, as Java's).
 
 All clients run against the same broker in one run — ``python -m broker`` as a separate process
-(:class:`broker.harness.BrokerProcess`), so the broker's own work does not share the clients'
+(:class:`broker.testing.harness.BrokerProcess`), so the broker's own work does not share the clients'
 interpreter; records/s and MB/s for 100 B and 1 KB values, then ratios relative to our client.
 ``--in-process`` runs the broker in a thread of this process instead (every client then shares
 its interpreter with the broker).  Prints which record codec our client uses (compiled or pure
@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from broker import BrokerConfig, BrokerThread
-from broker.harness import BrokerProcess
+from broker.testing.harness import BrokerProcess
 from client import Admin, Consumer, Producer, TopicPartition
 
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from broker.harness import BrokerProcess, KBrokerCluster  # noqa: E402
+from broker.testing.harness import BrokerProcess, KBrokerCluster  # noqa: E402
 
 MB = 1_000_000
 TOPIC = "bench"

@@ -4,7 +4,7 @@ SIGKILL and restarted, then every acknowledged record is checked.
     .venv/bin/python benchmarks/cluster_soak.py --mode idempotent --seconds 240
     .venv/bin/python benchmarks/cluster_soak.py --mode transactions --seconds 180
 
-Starts etcd and three ``python -m broker --cluster`` processes (:class:`broker.harness.KBrokerCluster`),
+Starts etcd and three ``python -m broker --cluster`` processes (:class:`broker.testing.harness.KBrokerCluster`),
 a topic with replication factor 3 and ``min.insync.replicas=2``, and confluent-kafka clients:
 
 * ``idempotent``: an idempotent ``acks=all`` producer; two consumers of one classic group with
@@ -32,7 +32,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 
 TOPIC = "soak"
 

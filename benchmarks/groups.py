@@ -12,7 +12,7 @@ Against a ``python -m broker`` subprocess (``group.initial.rebalance.delay.ms=0`
   heartbeats of a Stable group's members over several connections);
 * one-member groups formed per second as the broker accumulates ``--many-groups`` groups;
 * memory: broker RSS delta per member for the 1,000-member group, and tracemalloc bytes per
-  group / per member on an in-process :class:`broker.group.GroupCoordinator`.
+  group / per member on an in-process :class:`broker.coordinator.group.GroupCoordinator`.
 
 Run: ``.venv/bin/python benchmarks/groups.py`` (``--sizes 10,100,1000``, ``--heartbeat-ms 500``).
 """
@@ -368,7 +368,7 @@ async def many_groups(broker: BrokerProc, total: int, batch: int = 500) -> list[
 
 def coordinator_memory(groups: int, members_in_one: int) -> tuple[float, float]:
     """tracemalloc bytes per (one-member, Stable) group and per member of one big Stable group."""
-    from broker.group import GroupConfig, GroupCoordinator
+    from broker.coordinator.group import GroupConfig, GroupCoordinator
 
     ids = itertools.count()
 

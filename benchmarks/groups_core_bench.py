@@ -15,7 +15,7 @@ import itertools
 import time
 import tracemalloc
 
-from broker.group import GroupConfig, GroupCoordinator
+from broker.coordinator.group import GroupConfig, GroupCoordinator
 
 META = b"\x00\x00\x00\x00\x00\x01\x00\x05topic\xff\xff\xff\xff"  # consumer subscription v0 to "topic"
 

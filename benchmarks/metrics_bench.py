@@ -15,7 +15,7 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from broker.metrics import _LATENCY_BUCKETS, BrokerMetrics
+from broker.observability.metrics import _LATENCY_BUCKETS, BrokerMetrics
 
 LATENCIES = [0.00005 * 1.7 ** i for i in range(24)]
 

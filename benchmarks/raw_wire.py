@@ -4,7 +4,7 @@
         [--ingest-mb 2000] [--memory-gb 10] [--broker-cpu 0] [--loadgen-cpu 1] [--profile DIR]
 
 Starts ``python -m broker`` (the pinned command line, default settings: ``log.flush.interval.ms``
-1000, i.e. the periodic fsync is on) through :class:`broker.harness.BrokerProcess`, pinned to
+1000, i.e. the periodic fsync is on) through :class:`broker.testing.harness.BrokerProcess`, pinned to
 ``--broker-cpu``; this process (the load generator) runs on ``--loadgen-cpu``.  Requests are
 encoded once, before the clock starts: record batches are pre-built and re-sent, so nothing but
 the broker and the kernel is measured.  Every case prints its rate and its ratio to a limit
@@ -53,7 +53,7 @@ from typing import Any
 
 from limits import CHUNK, pinned, sendfile_rate, socket_rate
 
-from broker.harness import BrokerProcess
+from broker.testing.harness import BrokerProcess
 from protocol.api import APIS, ApiKey, decode_response, encode_request
 from protocol.primitives import rd_uvarint
 from protocol.records import encode_batch

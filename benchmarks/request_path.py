@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/request_path.py [--requests 200000] [--cases heartbeat,produce,produce-64k]
         [--cprofile]
 
-An in-process broker (:class:`broker.embedded.Broker`) and one :class:`broker.server.KafkaConnection`
+An in-process broker (:class:`broker.testing.embedded.Broker`) and one :class:`broker.network.server.KafkaConnection`
 on a transport that discards what it is given.  Pre-encoded requests (64 pipelined frames at a time)
 are copied into the connection's receive buffer and handed to ``buffer_updated``, exactly as the event
 loop would after a ``recv_into``; everything from framing to the encoded response runs, the kernel
@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import raw_wire as rw
 
-from broker.embedded import Broker
-from broker.server import KafkaConnection
+from broker.network.server import KafkaConnection
+from broker.testing.embedded import Broker
 
 PIPELINE = 64
 

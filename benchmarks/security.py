@@ -37,7 +37,7 @@ from confluent_kafka.admin import (
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from throughput import MB, consume, create_topic, produce
 
-from broker.harness import BrokerProcess
+from broker.testing.harness import BrokerProcess
 
 VALUE = 1000
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from broker.harness import BrokerProcess
+from broker.testing.harness import BrokerProcess
 
 PARTITIONS = 3
 

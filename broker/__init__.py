@@ -5,7 +5,7 @@ Run it with ``python -m broker`` or embed it::
     from broker import Broker, BrokerConfig, BrokerThread
 """
 
-from broker.config import BrokerConfig
-from broker.embedded import Broker, BrokerThread
+from broker.config.settings import BrokerConfig
+from broker.testing.embedded import Broker, BrokerThread
 
 __all__ = ["Broker", "BrokerConfig", "BrokerThread"]

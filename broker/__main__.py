@@ -11,10 +11,10 @@ import sys
 
 from broker.cluster.kv import KVError
 from broker.cluster.metadata import DuplicateBrokerError
-from broker.config import load
+from broker.config.settings import load
 from broker.core import BrokerCore
 from broker.log.errors import LogError
-from broker.logging_setup import configure_logging
+from broker.observability.logging_setup import configure_logging
 
 
 async def _serve(core: BrokerCore) -> int:

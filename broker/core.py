@@ -26,7 +26,6 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller import ControllerSettings
-from broker.cluster.fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.cluster.kv import MetadataKV, Put, absent
 from broker.cluster.local_kv import LocalKV
 from broker.cluster.metadata import MetadataService, MetadataSettings
@@ -38,15 +37,15 @@ from broker.cluster.records import (
     partition_key,
     topic_key,
 )
-from broker.config import BrokerConfig
-from broker.dynamic_config import DynamicBrokerConfig, broker_log_defaults
-from broker.faults import FaultInjector
+from broker.config.dynamic import DynamicBrokerConfig, broker_log_defaults
+from broker.config.settings import BrokerConfig
 from broker.log.cleaner import CleanerSettings
 from broker.log.dir_failure import LogDirFailure
 from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
-from broker.metrics import BrokerMetrics, BrokerState
+from broker.observability.metrics import BrokerMetrics, BrokerState
+from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.security.connection import ConnectionSecurity
 from broker.security.scram import CredentialStore, load_users_file
 from broker.security.setup import (
@@ -57,12 +56,13 @@ from broker.security.setup import (
     sasl_config,
     server_listeners,
 )
+from broker.testing.faults import FaultInjector
 from client.security import ClientSecurity
 from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
-    from broker.txn_service import TransactionService
+    from broker.coordinator.txn.service import TransactionService
 
 log = logging.getLogger("kbroker")
 
@@ -102,15 +102,16 @@ class BrokerCore:
 
     # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
-        from broker.apis import KafkaApis
-        from broker.authorization import RequestAuthorizer
-        from broker.config_admin import ConfigAdmin
-        from broker.group_service import GroupService, ImageTopics
-        from broker.producer_ids import ProducerIdManager
-        from broker.replica_manager import ReplicaManager
-        from broker.security_admin import SecurityAdmin
-        from broker.server import KafkaServer
-        from broker.topic_admin import TopicAdmin
+        from broker.admin.configs import ConfigAdmin
+        from broker.admin.security import SecurityAdmin
+        from broker.admin.topics import TopicAdmin
+        from broker.cluster.producer_ids import ProducerIdManager
+        from broker.coordinator.group.service import GroupService, ImageTopics
+        from broker.handlers.authorization import RequestAuthorizer
+        from broker.handlers.dispatch import RequestDispatcher
+        from broker.handlers.services import Services
+        from broker.network.server import KafkaServer
+        from broker.replication.replica_manager import ReplicaManager
 
         config = self.config
         data = config.data_path
@@ -182,16 +183,16 @@ class BrokerCore:
             if config.sasl_users_file:
                 await self.security_admin.seed_users(load_users_file(config.sasl_users_file))
             self.topics = TopicAdmin(self.metadata, self.logs, node_id=config.node_id)
-            self.apis = KafkaApis(config=config, metrics=self.metrics, faults=self.faults,
-                                  replica=self.replica_manager, groups=self.group_service, txns=self.txn_service,
-                                  topics=self.topics, metadata=self.metadata, producer_ids=self.producer_ids,
-                                  logs=self.logs, dynamic=self.dynamic,
-                                  configs=ConfigAdmin(topics=self.topics, metadata=self.metadata,
-                                                      dynamic=self.dynamic, logs=self.logs,
-                                                      node_id=config.node_id),
-                                  security=self.security_admin,
-                                  authz=RequestAuthorizer(topic_name=image.topic_name, events=self.metrics.auth_events()))
-            self.server.apis = self.apis
+            self.services = Services(
+                config=config, metrics=self.metrics, replica=self.replica_manager, groups=self.group_service,
+                txns=self.txn_service, topics=self.topics, metadata=self.metadata, producer_ids=self.producer_ids,
+                logs=self.logs, dynamic=self.dynamic,
+                configs=ConfigAdmin(topics=self.topics, metadata=self.metadata, dynamic=self.dynamic, logs=self.logs,
+                                    node_id=config.node_id),
+                security=self.security_admin,
+                authz=RequestAuthorizer(topic_name=image.topic_name, events=self.metrics.auth_events()))
+            self.dispatcher = RequestDispatcher(self.services, metrics=self.metrics, faults=self.faults)
+            self.server.dispatcher = self.dispatcher
             self.replica_manager.start()
             await self._prepare_coordinators()
             await self.server.serve()
@@ -215,10 +216,10 @@ class BrokerCore:
         partition leaders, and the leaders' checks with coordinators (the replica manager's verifier).
         Those meant for this broker itself are handled in process (no connection, no login)."""
         from broker.cluster.channel import BrokerChannel
-        from broker.txn.channel import TxnChannel
-        from broker.txn.markers import TxnMarkerSender
-        from broker.txn.verifier import TxnVerifier
-        from broker.txn_service import TransactionService
+        from broker.coordinator.txn.channel import TxnChannel
+        from broker.coordinator.txn.markers import TxnMarkerSender
+        from broker.coordinator.txn.service import TransactionService
+        from broker.coordinator.txn.verifier import TxnVerifier
 
         config = self.config
         listener = inter_broker_listener_name(config)
@@ -231,7 +232,7 @@ class BrokerCore:
                                    client_id=f"broker-{config.node_id}-{purpose}", timeout_ms=timeout,
                                    listener=listener, security=security)
             return TxnChannel(config.node_id, remote, lambda api_key, version, body:
-                              self.apis.handle_in_process(api_key, version, body))
+                              self.dispatcher.in_process(api_key, version, body))
 
         def leader_of(topic: str, partition: int) -> int | None:
             part = image.partition(topic, partition)
@@ -253,7 +254,7 @@ class BrokerCore:
         """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
         coordinator shards finish loading (as a restarted single broker had its groups and transactions
         loaded at once)."""
-        from broker.internal_topics import OFFSETS_TOPIC, internal_topic_spec
+        from broker.cluster.internal_topics import OFFSETS_TOPIC, internal_topic_spec
 
         if self.metadata.image.topic(OFFSETS_TOPIC) is None:
             await self.topics.ensure_internal_topic(internal_topic_spec(OFFSETS_TOPIC, self.config), timeout_s)
@@ -419,7 +420,7 @@ class BrokerCore:
             parts.append((plog.topic, plog.partition, plog.log_end_offset, plog.size_bytes, plog.log_start_offset,
                           plog.high_watermark, lso))
         end_offsets = {(t, p): hw for t, p, _, _, _, hw, _ in parts}
-        from broker.metrics import MAX_LABELLED_GROUPS
+        from broker.observability.metrics import MAX_LABELLED_GROUPS
 
         groups = list(self.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
         transactions = list(self.txn_service.collect_metrics())

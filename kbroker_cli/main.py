@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     # the CLI logs like the broker does (same format, KBROKER_LOG_FORMAT=json too)
-    from broker.logging_setup import configure_logging
+    from broker.observability.logging_setup import configure_logging
 
     configure_logging(("WARNING", "INFO", "DEBUG")[min(args.verbose, 2)])
     try:

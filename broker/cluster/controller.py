@@ -17,7 +17,7 @@ metadata image:
   its session, a lost lease) counts as dead for that partition — it leaves the ISR
   and is never leader at its old epoch — until it catches up and rejoins;
 * a broker in controlled shutdown gets no new leadership; the partitions it leads it
-  hands over itself once its followers have everything (see ``broker.replica_manager``);
+  hands over itself once its followers have everything (see ``broker.replication.replica_manager``);
 * the preferred replica (first in the assignment) takes leadership back when it
   is alive and in the ISR and its broker's share of non-preferred leaderships
   exceeds ``leader.imbalance.per.broker.percentage`` (checked every
@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from broker.cluster.image import MetadataImage, PartitionImage
+from broker.cluster.internal_topics import is_internal_topic
 from broker.cluster.kv import Compare, KVError, MetadataKV, Put, mod_is
 from broker.cluster.records import CONTROLLER_EPOCH_KEY, NO_LEADER, PartitionRecord, partition_key
-from broker.internal_topics import is_internal_topic
 
 log = logging.getLogger("kbroker.controller")
 

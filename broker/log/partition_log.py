@@ -21,7 +21,7 @@ producer snapshot, so both survive a kill -9; a truncation replays the same way.
 
 Replication: the *high watermark* (HW) is the offset below which every in-sync
 replica has the data; consumers read only below it.  The partition's leader
-moves it (``broker.partition``); a follower sets it from the leader's.  A leader
+moves it (``broker.replication.partition``); a follower sets it from the leader's.  A leader
 appends client batches with :meth:`PartitionLog.append` (stamping its leader
 epoch); a follower copies the leader's batches verbatim with
 :meth:`PartitionLog.append_as_follower` and cuts a diverged tail with

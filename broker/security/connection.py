@@ -6,7 +6,7 @@ of a principal once it is known (None while ``authorizer.enabled`` is false: not
 and records outcomes: successful and failed authentications (counted per listener and mechanism,
 failures logged with the peer and a secret-free reason) and authorization denials.
 
-How the connection uses it (``broker.server``): a PLAINTEXT connection is ``User:ANONYMOUS``, an SSL
+How the connection uses it (``broker.network.server``): a PLAINTEXT connection is ``User:ANONYMOUS``, an SSL
 one the principal of its client certificate (``User:<CN>``, ANONYMOUS without one); a SASL connection
 answers only ApiVersions, SaslHandshake and SaslAuthenticate until it has authenticated, and takes
 the SASL principal then.  A failed authentication is answered, and the connection closed, only after

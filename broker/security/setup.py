@@ -38,7 +38,7 @@ from broker.security.tls import server_context
 from client.security import ClientSecurity
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.config.settings import BrokerConfig
 
 __all__ = [
     "ServerListener",

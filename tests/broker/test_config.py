@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import (
+from broker.config.settings import (
     NON_SETTING_ENV,
     BrokerConfig,
     ConfigError,
@@ -145,14 +145,14 @@ def test_python_m_broker_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     ({"group.consumer.max.size": "0"}, "group.consumer.max.size must be at least 1"),
 ])
 def test_consumer_group_settings_are_checked_like_kafka(settings: dict[str, str], message: str) -> None:
-    from broker.config import from_mapping, validate
+    from broker.config.settings import from_mapping, validate
 
     with pytest.raises(ConfigError, match=message):
         validate(from_mapping(settings))
 
 
 def test_consumer_group_settings_reach_the_coordinator() -> None:
-    from broker.config import consumer_group_assignors, from_mapping, validate
+    from broker.config.settings import consumer_group_assignors, from_mapping, validate
 
     config = from_mapping({"group.consumer.assignors": "range, uniform", "group.consumer.heartbeat.interval.ms": "6000"})
     validate(config)

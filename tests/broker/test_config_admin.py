@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from broker.broker_loggers import LoggerConfigError, describe_loggers, set_logger_level
-from broker.config_admin import APPEND, DELETE, SET, SUBTRACT, ConfigChangeError, apply_ops
+from broker.admin.configs import APPEND, DELETE, SET, SUBTRACT, ConfigChangeError, apply_ops
+from broker.observability.loggers import LoggerConfigError, describe_loggers, set_logger_level
 
 E_INVALID_CONFIG, E_INVALID_REQUEST = 40, 42
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from broker.group import GroupConfig, GroupCoordinator
-from broker.group.assignors import assign_range, assign_uniform
-from broker.group.consumer_group import ConsumerGroupConfig
+from broker.coordinator.group import GroupConfig, GroupCoordinator
+from broker.coordinator.group.assignors import assign_range, assign_uniform
+from broker.coordinator.group.consumer_group import ConsumerGroupConfig
 from protocol.error_codes import ErrorCode as E
 
 HB = 68

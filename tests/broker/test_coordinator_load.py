@@ -13,16 +13,16 @@ import os
 import uuid
 from typing import Any
 
-from broker.coordinator_runtime import CommittedReplay, CoordinatorRuntime
-from broker.group.config import GroupConfig
-from broker.group.coordinator import GroupCoordinator
-from broker.group.records import encode_offset_commit_key, encode_offset_commit_value
+from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.group.records import encode_offset_commit_key, encode_offset_commit_value
+from broker.coordinator.runtime import CommittedReplay, CoordinatorRuntime
+from broker.coordinator.txn.coordinator import TransactionCoordinator, TxnConfig, TxnState
+from broker.coordinator.txn.records import TxnLogValue, encode_txn_key, encode_txn_value
 from broker.log import LogConfig, PartitionLog
 from broker.log.testing import FakeClock
-from broker.partition import Partition
-from broker.purgatory import DelayedOperationPurgatory
-from broker.txn.coordinator import TransactionCoordinator, TxnConfig, TxnState
-from broker.txn.records import TxnLogValue, encode_txn_key, encode_txn_value
+from broker.replication.partition import Partition
+from broker.replication.purgatory import DelayedOperationPurgatory
 from protocol.error_codes import ErrorCode
 from protocol.records import encode_batch
 from protocol.timing_wheel import TimingWheel

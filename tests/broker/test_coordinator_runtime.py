@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.coordinator_runtime import CoordinatorRuntime, Shard
+from broker.coordinator.runtime import CoordinatorRuntime, Shard
 from protocol.error_codes import ErrorCode
 
 

@@ -7,8 +7,7 @@ import dataclasses
 
 import pytest
 
-from broker.config import DYNAMIC_SETTINGS, BrokerConfig
-from broker.dynamic_config import (
+from broker.config.dynamic import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
@@ -17,6 +16,7 @@ from broker.dynamic_config import (
     DynamicConfigError,
     broker_log_defaults,
 )
+from broker.config.settings import DYNAMIC_SETTINGS, BrokerConfig
 
 INVALID_REQUEST = 42
 

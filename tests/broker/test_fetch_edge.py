@@ -27,7 +27,7 @@ import pytest
 from peers import require_tool
 
 from broker import BrokerThread
-from broker.server import KafkaConnection
+from broker.network.server import KafkaConnection
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.records import encode_batch
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_group_harness import Harness
 
-from broker.group import GroupState, coordinator_partition, java_string_hashcode
+from broker.coordinator.group import GroupState, coordinator_partition, java_string_hashcode
 
 NONE = 0
 ILLEGAL_GENERATION = 22

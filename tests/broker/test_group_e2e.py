@@ -16,7 +16,7 @@ def test_kafka_python_group_rebalances_commits_and_deletes(caplog: pytest.LogCap
     kafka = pytest.importorskip("kafka")
     from kafka.admin import NewTopic
 
-    from broker.embedded import BrokerThread
+    from broker.testing.embedded import BrokerThread
 
     caplog.set_level(logging.CRITICAL, logger="kafka")  # quiet, and restored afterwards
     with BrokerThread() as bt:

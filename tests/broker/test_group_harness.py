@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from broker.group import GroupConfig, GroupCoordinator
-from broker.group.records import (
+from broker.coordinator.group import GroupConfig, GroupCoordinator
+from broker.coordinator.group.records import (
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,

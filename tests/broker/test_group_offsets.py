@@ -7,8 +7,8 @@ from typing import Any
 from kafka.protocol.old.consumer_protocol import ConsumerProtocolMemberMetadata_v0
 from test_group_harness import START, Harness
 
-from broker.group import GroupConfig, GroupCoordinator
-from broker.group.records import (
+from broker.coordinator.group import GroupConfig, GroupCoordinator
+from broker.coordinator.group.records import (
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,

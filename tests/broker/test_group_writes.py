@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_group_harness import Harness
 
-from broker.group import GroupCoordinator, commit_error, group_write_error
+from broker.coordinator.group import GroupCoordinator, commit_error, group_write_error
 from protocol.error_codes import ErrorCode as E
 
 
@@ -362,6 +362,6 @@ def test_replaying_committed_writes_reproduces_committed_state() -> None:
 
 
 def _decoded(records: list[tuple[bytes, bytes | None]]) -> list[tuple[Any, bytes | None]]:
-    from broker.group.records import decode_key
+    from broker.coordinator.group.records import decode_key
 
     return [(decode_key(k), v) for k, v in records]

@@ -368,7 +368,7 @@ def _wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -
 
 
 def test_broker_stops_on_a_failed_periodic_fsync_and_restart_reverifies_the_tail(tmp_path, monkeypatch, caplog):
-    from broker.embedded import BrokerThread
+    from broker.testing.embedded import BrokerThread
 
     data = tmp_path / "data"
     fsync = FailingFsync(data / "t-0")
@@ -424,7 +424,7 @@ def test_broker_stops_on_a_failed_periodic_fsync_and_restart_reverifies_the_tail
 
 
 def test_broker_answers_storage_error_when_a_flush_messages_fsync_fails(tmp_path, monkeypatch):
-    from broker.embedded import BrokerThread
+    from broker.testing.embedded import BrokerThread
 
     data = tmp_path / "data"
     fsync = FailingFsync(data / "t-0")
@@ -467,7 +467,7 @@ sys.exit(main(sys.argv[2:]))
 def test_python_m_broker_exits_74_when_its_data_directory_fails(tmp_path):
     import subprocess
 
-    from broker.harness import BrokerProcess
+    from broker.testing.harness import BrokerProcess
 
     trigger = tmp_path / "fail-fsync"
 

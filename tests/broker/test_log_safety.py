@@ -164,8 +164,8 @@ async def test_following_a_leader_with_an_unreadable_epoch_checkpoint_drops_the_
     leadership change), leaves no tail the leader could not check."""
     import uuid
 
-    from broker.cluster.fetcher import FetcherSettings, ReplicaFetcherManager
-    from broker.partition import Partition
+    from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
+    from broker.replication.partition import Partition
     from protocol.timer_service import WheelTimer
 
     _, old = diverged_pair(tmp_path)

@@ -1,10 +1,10 @@
-"""Tests for broker.purgatory (fake clock via TimingWheel.advance, no sleeps)."""
+"""Tests for broker.replication.purgatory (fake clock via TimingWheel.advance, no sleeps)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.purgatory import DelayedOperation, DelayedOperationPurgatory
+from broker.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
 from protocol.timing_wheel import TimingWheel
 
 

@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
+from broker.log.region import FileRegion
 from broker.log.segment import SegmentFile
 from broker.log.testing import FakeClock, create_logs, make_batch, open_log, open_manager
-from broker.server import FileRegion
 from protocol.records import encode_batch
 
 

@@ -8,8 +8,14 @@ from typing import Any
 
 import pytest
 
-from broker.coordinator_write import Write
-from broker.txn.coordinator import Effects, MarkerRequest, TransactionCoordinator, TxnConfig, TxnState
+from broker.coordinator.txn.coordinator import (
+    Effects,
+    MarkerRequest,
+    TransactionCoordinator,
+    TxnConfig,
+    TxnState,
+)
+from broker.coordinator.write import Write
 from protocol.error_codes import ErrorCode as E
 
 START = 1_700_000_000_000

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0, interval: float = 0.1) -> Any:

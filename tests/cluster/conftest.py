@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from peers import require_etcd
 
-from broker.harness import EtcdServer, KBrokerCluster
+from broker.testing.harness import EtcdServer, KBrokerCluster
 
 
 @pytest.fixture(scope="module")

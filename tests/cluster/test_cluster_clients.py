@@ -17,7 +17,7 @@ import pytest
 from cluster_helpers import create_topic, partition_info, segment_bytes, wait_for
 from peers import require_etcd, require_kafkajs, require_tool
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 
 pytestmark = pytest.mark.slow
 

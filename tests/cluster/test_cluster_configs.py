@@ -14,7 +14,7 @@ import pytest
 from cluster_helpers import create_topic, wait_for
 from peers import require_etcd
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 from client import Admin
 from protocol.records import decode_record_set
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from cluster_helpers import admin, create_topic, leader_of, partition_info, segment_bytes, wait_for
 
-from broker.harness import BrokerProcess, KBrokerCluster
+from broker.testing.harness import BrokerProcess, KBrokerCluster
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.records import encode_batch
 

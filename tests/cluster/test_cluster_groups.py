@@ -13,7 +13,7 @@ import threading
 import pytest
 from cluster_helpers import admin, create_topic, wait_for
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 
 pytestmark = pytest.mark.slow
 

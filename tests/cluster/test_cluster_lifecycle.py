@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from cluster_helpers import admin, create_topic, leader_of, partition_info, wait_for
 
-from broker.harness import BrokerProcess, KBrokerCluster
+from broker.testing.harness import BrokerProcess, KBrokerCluster
 
 pytestmark = pytest.mark.slow
 
@@ -167,7 +167,7 @@ def test_a_leader_paused_past_its_session_loses_nothing_it_acknowledges_after_wa
         # everything produced from now on reaches the paused leader's socket, not its log
         stream.start()
         others = ",".join(b.bootstrap_servers for n, b in cluster.brokers.items() if n != leader)
-        wait_for(lambda: (i := admin(others).list_topics("zombie", timeout=5).topics["zombie"].partitions[0])
+        wait_for(lambda: admin(others).list_topics("zombie", timeout=5).topics["zombie"].partitions[0]
                  .leader not in (-1, leader), "another broker to lead while the leader is paused", timeout=60)
         time.sleep(2)  # the producer keeps sending to the paused leader meanwhile
     finally:

@@ -19,7 +19,7 @@ from cluster_helpers import create_topic, leader_of, wait_for
 from peers import require_etcd
 from test_cluster_failover import _recv, raw_produce
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 from protocol.api import ApiKey, decode_response, encode_request
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cluster_helpers import create_topic, wait_for
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 from client.admin import Admin
 from client.coordinator import TRANSACTION_KEY, find_coordinator
 

@@ -17,8 +17,8 @@ from peers import require_etcd
 
 from broker.cluster.etcd_kv import EndpointRing, EtcdKV
 from broker.cluster.kv import Get, KVUnavailableError, Put
-from broker.config import ConfigError, from_mapping, validate
-from broker.harness import EtcdCluster, EtcdServer, free_port
+from broker.config.settings import ConfigError, from_mapping, validate
+from broker.testing.harness import EtcdCluster, EtcdServer, free_port
 
 _ns = itertools.count()
 EPS = [("10.0.0.1", 2379), ("10.0.0.2", 2379), ("10.0.0.3", 2379)]

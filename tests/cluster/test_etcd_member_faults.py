@@ -23,7 +23,7 @@ from test_cluster_failover import IdempotentStream
 
 from broker.cluster.etcd_kv import EtcdKV
 from broker.cluster.records import PartitionRecord
-from broker.harness import BrokerProcess, EtcdCluster, KBrokerCluster
+from broker.testing.harness import BrokerProcess, EtcdCluster, KBrokerCluster
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from broker.cluster.records import PartitionRecord
 from broker.log import LogConfig, PartitionLog
 from broker.log.testing import FakeClock, make_batch
-from broker.partition import Partition
+from broker.replication.partition import Partition
 
 
 def partition(tmp_path: Path, local: int) -> Partition:

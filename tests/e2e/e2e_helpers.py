@@ -20,7 +20,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from broker import harness
+from broker.testing import harness
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.records import Record, decode_record_set
 
@@ -170,7 +170,7 @@ def sample_records(n: int, seed: int, *, text: bool = False) -> list[tuple[bytes
 
 
 class BrokerProcess(harness.BrokerProcess):
-    """``broker.harness.BrokerProcess`` run from the repository, with a raw protocol client."""
+    """``broker.testing.harness.BrokerProcess`` run from the repository, with a raw protocol client."""
 
     def __init__(self, data_dir: Path, port: int | None = None, extra_args: list[str] | None = None) -> None:
         super().__init__(data_dir, port, extra_args, cwd=REPO)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from e2e_helpers import RawClient
 
-from broker.embedded import BrokerThread
+from broker.testing.embedded import BrokerThread
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode as E
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from e2e_helpers import RawClient, read_frame
 
-from broker.embedded import BrokerThread
-from broker.group import coordinator_partition
-from broker.internal_topics import OFFSETS_TOPIC
+from broker.cluster.internal_topics import OFFSETS_TOPIC
+from broker.coordinator.group import coordinator_partition
 from broker.log.errors import KafkaStorageError
+from broker.testing.embedded import BrokerThread
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.error_codes import ErrorCode as E
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from e2e_helpers import RawClient, fetch
 
-from broker.embedded import BrokerThread
-from broker.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC
+from broker.cluster.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC
+from broker.testing.embedded import BrokerThread
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode as E
 from protocol.records import decode_record_set, encode_batch

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from e2e_helpers import BrokerProcess, RawClient, free_port
 
-from broker.group.partitioning import coordinator_partition
-from broker.group.records import encode_offset_commit_key, encode_offset_commit_value
-from broker.internal_topics import OFFSETS_TOPIC
+from broker.cluster.internal_topics import OFFSETS_TOPIC
+from broker.coordinator.group.partitioning import coordinator_partition
+from broker.coordinator.group.records import encode_offset_commit_key, encode_offset_commit_value
 from broker.log.manager import LogManager
 from protocol.api import ApiKey
 from protocol.records import encode_batch

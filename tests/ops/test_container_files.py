@@ -3,7 +3,7 @@
 No Docker engine exists on the build machines, so these tests read the files: the image is a
 slim Python running ``python -m broker`` as a non-root user with a data volume and a
 healthcheck; every file the build copies and every path, module and flag compose names exists;
-every ``KBROKER_*`` variable is a real :class:`~broker.config.BrokerConfig` setting.
+every ``KBROKER_*`` variable is a real :class:`~broker.config.settings.BrokerConfig` setting.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from mini_yaml import loads as load_yaml
 
-from broker.config import ENV_PREFIX, BrokerConfig, from_env, load
+from broker.config.settings import ENV_PREFIX, BrokerConfig, from_env, load
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {f.name for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}

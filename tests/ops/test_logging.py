@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from broker.logging_setup import REDACTED, bind, configure_logging
+from broker.observability.logging_setup import REDACTED, bind, configure_logging
 
 
 @pytest.fixture

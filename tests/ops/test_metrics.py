@@ -11,7 +11,7 @@ import pytest
 from ops_helpers import free_port, scrape, wait_for
 
 from broker import BrokerThread
-from broker.metrics import MAX_LABELLED_TOPICS, OTHER
+from broker.observability.metrics import MAX_LABELLED_TOPICS, OTHER
 from client import Admin, KafkaError, TopicPartition
 from client.sync import SyncAdmin, SyncConsumer, SyncProducer
 from protocol.api import ApiKey
@@ -277,7 +277,7 @@ def test_hot_counters_expose_what_prometheus_client_would() -> None:
     ``prometheus_client``'s own metrics given the same observations (bucket edges included)."""
     from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-    from broker.metrics import _LATENCY_BUCKETS, BrokerMetrics
+    from broker.observability.metrics import _LATENCY_BUCKETS, BrokerMetrics
 
     observations = [("Produce", 9, 0.0001), ("Produce", 9, 0.00010001), ("Produce", 9, 0.2),
                     ("Produce", 9, 31.0), ("Heartbeat", 4, 0.0), ("Heartbeat", 4, 10.0)]

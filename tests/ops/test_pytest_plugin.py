@@ -35,7 +35,7 @@ def assert_passed(proc: subprocess.CompletedProcess[str], count: int) -> None:
 def test_fixtures_are_registered_by_the_entry_point(tmp_path: Path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "--fixtures", "-p", "no:cacheprovider"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
-    assert "fixtures defined from broker.pytest_plugin" in proc.stdout, proc.stdout
+    assert "fixtures defined from broker.testing.pytest_plugin" in proc.stdout, proc.stdout
     assert "\nkbroker -- " in proc.stdout and "\nkbroker_session [session scope] -- " in proc.stdout
 
 

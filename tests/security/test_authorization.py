@@ -1,4 +1,4 @@
-"""Request authorization (broker.authorization): Kafka's per-API checks on decoded requests, and the
+"""Request authorization (broker.handlers.authorization): Kafka's per-API checks on decoded requests, and the
 responses they merge — checked against the wire codecs (every merged body must encode and decode)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from broker.authorization import Deny, Partial, RequestAuthorizer
+from broker.handlers.authorization import Deny, Partial, RequestAuthorizer
 from broker.security.acl import (
     AclBinding,
     AclOperation,

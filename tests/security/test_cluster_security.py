@@ -15,7 +15,7 @@ from peers import require_etcd
 from secure_clients import Login, confluent_conf
 from security_helpers import Pki
 
-from broker.harness import KBrokerCluster
+from broker.testing.harness import KBrokerCluster
 
 pytestmark = pytest.mark.slow
 

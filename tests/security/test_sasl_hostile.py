@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from broker.harness import BrokerProcess, free_port
+from broker.testing.harness import BrokerProcess, free_port
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.error_codes import ErrorCode
 

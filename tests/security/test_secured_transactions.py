@@ -20,7 +20,7 @@ import pytest
 from secure_clients import Login, confluent_conf, create_topics_and_acls
 from security_helpers import Pki
 
-from broker.harness import BrokerProcess
+from broker.testing.harness import BrokerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -15,9 +15,9 @@ import pytest
 from security_helpers import Pki
 
 from broker.cluster.local_kv import LocalKV
-from broker.config import BrokerConfig
+from broker.config.settings import BrokerConfig
 from broker.core import BrokerCore
-from broker.embedded import Broker
+from broker.testing.embedded import Broker
 from client import Acl, AclFilter, Admin, Producer
 from client.errors import AuthenticationError, KafkaError
 from protocol.api import ApiKey, decode_response, encode_request

@@ -15,7 +15,7 @@ import pytest
 from secure_clients import FAILED_LOGIN, OAUTHBEARER, ROUNDTRIP, Login
 from security_helpers import Pki
 
-from broker.harness import BrokerProcess
+from broker.testing.harness import BrokerProcess
 from protocol.api import ApiKey, encode_request
 
 pytestmark = pytest.mark.slow

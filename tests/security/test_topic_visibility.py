@@ -24,7 +24,7 @@ import pytest
 from e2e.e2e_helpers import RawClient
 from secure_clients import Login, confluent_conf, create_topics_and_acls
 
-from broker.harness import BrokerProcess
+from broker.testing.harness import BrokerProcess
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 

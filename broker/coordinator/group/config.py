@@ -1,0 +1,29 @@
+"""Configuration of the group coordinator (classic and consumer groups) (Kafka's ``group.*`` / ``offsets.*`` settings).
+
+Defaults are Kafka's (``GroupCoordinatorConfig``), see the protocol notes §4.8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .consumer_group import ConsumerGroupConfig
+
+__all__ = ["GroupConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """Tunables of :class:`broker.coordinator.group.GroupCoordinator`; all durations in milliseconds."""
+
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    initial_rebalance_delay_ms: int = 3000
+    max_size: int = 2**31 - 1
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offset_metadata_max_bytes: int = 4096
+    new_member_join_timeout_ms: int = 300_000
+    offsets_topic_num_partitions: int = 50
+    offsets_retention_check_interval_ms: int = 600_000
+    #: KIP-848 consumer groups (``group.consumer.*``)
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)

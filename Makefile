@@ -34,10 +34,12 @@ run: $(STAMP_BASE)
 test: $(STAMP_ALL)
 	bash tests/setup_tools.sh
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP_ALL)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP_ALL)
 	$(PY) benchmarks/protocol_bench.py

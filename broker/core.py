@@ -56,13 +56,13 @@ from broker.security.setup import (
     sasl_config,
     server_listeners,
 )
-from broker.testing.faults import FaultInjector
 from client.security import ClientSecurity
 from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
     from broker.coordinator.txn.service import TransactionService
+    from broker.testing.faults import FaultInjector
 
 log = logging.getLogger("kbroker")
 
@@ -80,15 +80,18 @@ def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
 
 class BrokerCore:
     """``kv``: a metadata store to use instead of the configured one (several in-process brokers sharing
-    one :class:`LocalKV` form a cluster without etcd — how the cluster logic is tested in process)."""
+    one :class:`LocalKV` form a cluster without etcd — how the cluster logic is tested in process);
+    ``faults``: where tests inject faults into the request path (:mod:`broker.testing.faults`)."""
 
-    def __init__(self, config: BrokerConfig, *, kv: MetadataKV | None = None) -> None:
+    def __init__(self, config: BrokerConfig, *, kv: MetadataKV | None = None,
+                 faults: FaultInjector | None = None) -> None:
         self.config = config
         #: the dynamic broker configs over the static ones; applies them to ``config`` in place
         self.dynamic = DynamicBrokerConfig(config, config)
         self._kv_override = kv
         self.metrics = BrokerMetrics()
-        self.faults = FaultInjector()
+        #: faults injected into the request path (an embedded broker's, for tests); None: none
+        self.faults = faults
         self.advertised: tuple[str, int] = config.advertised_host_port
         self.bound: tuple[str, int] = (config.host, config.port)
         self._tasks: list[asyncio.Task[Any]] = []

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.security.acl import ACLS_PREFIX
+from broker.security.listeners import Endpoint
 from broker.security.scram import USERS_PREFIX
 
 __all__ = [
@@ -120,24 +121,6 @@ def parse_key(key: str) -> tuple[str, Any]:
 
 def _dumps(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """One listener of a broker: ``listener`` is its name (PLAINTEXT, SSL, ...)."""
-
-    listener: str
-    host: str
-    port: int
-    security_protocol: str = "PLAINTEXT"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"listener": self.listener, "host": self.host, "port": self.port,
-                "security_protocol": self.security_protocol}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Endpoint:
-        return cls(str(d["listener"]), str(d["host"]), int(d["port"]), str(d.get("security_protocol", "PLAINTEXT")))
 
 
 @dataclass(frozen=True, slots=True)

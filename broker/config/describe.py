@@ -38,8 +38,8 @@ from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
-    from broker.cluster.records import Endpoint
     from broker.log.manager import LogManager
+    from broker.security.listeners import Endpoint
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 #: ConfigSource of a group config set on the group (Kafka's GROUP_CONFIG)

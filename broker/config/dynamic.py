@@ -43,7 +43,7 @@ from broker.log.config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from broker.cluster.records import Endpoint
+    from broker.security.listeners import Endpoint
 
 log = logging.getLogger("kbroker.config")
 

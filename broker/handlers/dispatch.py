@@ -66,7 +66,7 @@ _IN_PROCESS: Any = _InProcessPeer()
 
 
 class RequestDispatcher:
-    def __init__(self, services: Services, *, metrics: BrokerMetrics, faults: FaultInjector) -> None:
+    def __init__(self, services: Services, *, metrics: BrokerMetrics, faults: FaultInjector | None = None) -> None:
         self.services = services
         self.metrics = metrics
         self.faults = faults
@@ -101,8 +101,9 @@ class RequestDispatcher:
                     return self._respond(ctx, verdict.body)
                 request = verdict.request
                 handler = _merged(handler, verdict.merge)
-        if self.faults.active:
-            fault = self.faults.intercept(key)
+        faults = self.faults
+        if faults is not None and faults.active:
+            fault = faults.intercept(key)
             if fault is not None:
                 return self._run_fault(ctx, request, handler, fault)
         result = handler(self.services, ctx, request)

@@ -27,16 +27,34 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-
-from broker.cluster.records import Endpoint
+from typing import Any
 
 __all__ = [
+    "Endpoint",
     "Listener",
     "SecurityProtocol",
     "parse_advertised_listeners",
     "parse_listeners",
     "parse_security_protocol_map",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One listener of a broker as advertised (in its registration): ``listener`` is its name (PLAINTEXT, SSL, ...)."""
+
+    listener: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"listener": self.listener, "host": self.host, "port": self.port,
+                "security_protocol": self.security_protocol}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Endpoint:
+        return cls(str(d["listener"]), str(d["host"]), int(d["port"]), str(d.get("security_protocol", "PLAINTEXT")))
 
 
 class SecurityProtocol(StrEnum):

@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from broker.cluster.records import Endpoint
 from broker.security.acl import Authorizer, parse_super_users
 from broker.security.listeners import (
+    Endpoint,
     Listener,
     SecurityProtocol,
     parse_advertised_listeners,

@@ -46,7 +46,7 @@ class Broker:
 
     def __init__(self, config: BrokerConfig | None = None, **overrides: Any) -> None:
         self.config, self._tmp = _embedded_config(config, overrides)
-        self.core = BrokerCore(self.config)
+        self.core = BrokerCore(self.config, faults=FaultInjector())
 
     async def start(self) -> Broker:
         await self.core.start()
@@ -78,6 +78,7 @@ class Broker:
 
     @property
     def faults(self) -> FaultInjector:
+        assert self.core.faults is not None
         return self.core.faults
 
     @property

@@ -2,7 +2,11 @@
 
 Run once when a spec changes::
 
-    python -m protocol._schema_gen ../shared/reference/kafka-message-specs/trunk-2025-02-14
+    python -m protocol._schema_gen ../shared/reference/kafka-message-specs/trunk-2025-02-14 \
+        ../shared/reference/kafka-message-specs/kafka-4.2
+
+A spec missing from the first directory is taken from the next that has it (the Kafka 4.2 set adds the
+APIs the trunk snapshot predates; the served versions of the others stay as generated from it).
 
 It writes ``protocol/schemas/<api>.py``; the output is ordinary source that is
 reviewed and committed.  Nothing at run time reads JSON.
@@ -14,6 +18,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 #: API name -> (first version we serve, last version we serve).  The floors are
 #: the Kafka 4.x broker floors; the ceilings are the newest stable versions.
@@ -63,6 +68,8 @@ SERVED: dict[str, tuple[int, int]] = {
     "DescribeProducers": (0, 0),
     "DescribeTransactions": (0, 0),
     "ListTransactions": (0, 1),
+    "AlterPartitionReassignments": (0, 1),
+    "ListPartitionReassignments": (0, 0),
 }
 
 STANDALONE = [
@@ -185,14 +192,18 @@ def emit_message(spec: dict, versions: tuple[int, int] | None, var: str) -> str:
 HEADER = '"""{doc}\n\nDeclarative schema generated from Apache Kafka\'s message specs by\n``protocol/_schema_gen.py``; field names are snake_case of the spec names.\n"""\n\nfrom protocol.schema import Field as F\nfrom protocol.schema import Message\n'
 
 
-def main(spec_dir: str) -> None:
-    root = Path(spec_dir)
+def main(spec_dir: str, *overlays: str) -> None:
+    roots = [Path(d) for d in (spec_dir, *overlays)]
+
+    def spec(name: str) -> Any:
+        return load(next((r / f"{name}.json" for r in roots if (r / f"{name}.json").exists()), roots[-1] / f"{name}.json"))
+
     out_dir = Path(__file__).parent / "schemas"
     out_dir.mkdir(exist_ok=True)
     index: list[tuple[str, str]] = []
     for api, versions in SERVED.items():
-        req = load(root / f"{api}Request.json")
-        resp = load(root / f"{api}Response.json")
+        req = spec(f"{api}Request")
+        resp = spec(f"{api}Response")
         module = snake(api)
         text = HEADER.format(doc=f"{api} (API key {req['apiKey']}): request and response, v{versions[0]}-v{versions[1]}.")
         text += "\n" + emit_message(req, versions, f"{api}Request") + "\n\n" + emit_message(resp, versions, f"{api}Response") + "\n"
@@ -200,12 +211,11 @@ def main(spec_dir: str) -> None:
         index.append((module, api))
     misc = HEADER.format(doc="Headers, the consumer embedded protocol and `__consumer_offsets` records.")
     for name in STANDALONE:
-        spec = load(root / f"{name}.json")
-        versions = None
-        misc += "\n" + emit_message(spec, versions, spec["name"]) + "\n"
+        standalone = spec(name)
+        misc += "\n" + emit_message(standalone, None, standalone["name"]) + "\n"
     (out_dir / "misc.py").write_text(misc)
     print(f"wrote {len(index)} API modules and misc.py")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], *sys.argv[2:])

@@ -23,6 +23,7 @@ from protocol.schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -53,6 +54,7 @@ from protocol.schemas import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     list_transactions,
     metadata,
     offset_commit,
@@ -111,6 +113,8 @@ class ApiKey(IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
@@ -172,6 +176,8 @@ APIS: dict[int, Api] = {
         _api(ApiKey.CREATE_PARTITIONS, create_partitions),
         _api(ApiKey.DELETE_GROUPS, delete_groups),
         _api(ApiKey.OFFSET_DELETE, offset_delete),
+        _api(ApiKey.ALTER_PARTITION_REASSIGNMENTS, alter_partition_reassignments),
+        _api(ApiKey.LIST_PARTITION_REASSIGNMENTS, list_partition_reassignments),
         _api(ApiKey.DESCRIBE_CLUSTER, describe_cluster),
         _api(ApiKey.CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
         _api(ApiKey.CONSUMER_GROUP_DESCRIBE, consumer_group_describe),

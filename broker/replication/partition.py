@@ -71,6 +71,10 @@ class Partition:
         self.isr_epochs: dict[int, int] = {}
         #: Controlled shutdown: no more appends; leadership moves once the followers have everything.
         self.handing_over = False
+        #: replication throttles naming this replica (topic configs ``leader``/``follower.replication.
+        #: throttled.replicas``): as leader, out-of-sync followers wait for the quota; as follower, it does
+        self.leader_throttled = False
+        self.follower_throttled = False
 
     # -- role changes ------------------------------------------------------------------
     @property

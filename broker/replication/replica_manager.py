@@ -62,6 +62,7 @@ from broker.log.region import FileRegion, release_parts
 from broker.log.validation import RecordValidationError, check_keys, with_timestamp_errors
 from broker.replication.partition import Partition
 from broker.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
+from broker.replication.quota import RateQuota, throttled
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
@@ -233,6 +234,10 @@ class ReplicaManager:
         #: partitions whose leadership a reassignment is moving off this broker
         self._moving: dict[TopicPartition, asyncio.Task[int]] = {}
         self._alter_tasks: set[asyncio.Task[None]] = set()
+        #: bytes sent to followers of throttled partitions (``leader.replication.throttled.rate``)
+        self.leader_quota = RateQuota(lambda: config.leader_replication_throttled_rate,
+                                      window_num=config.replication_quota_window_num,
+                                      window_s=config.replication_quota_window_size_seconds)
         #: checks transactional batches with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
 
@@ -299,6 +304,10 @@ class ReplicaManager:
             plog = self.logs.ensure_log(tp[0], tp[1], timg.topic_id, timg.configs)
             partition = Partition(tp[0], tp[1], timg.topic_id, self.local_id, plog)
             self.partitions[tp] = partition
+        partition.leader_throttled = throttled(timg.configs.get("leader.replication.throttled.replicas"), tp[1],
+                                               self.local_id)
+        partition.follower_throttled = throttled(timg.configs.get("follower.replication.throttled.replicas"),
+                                                 tp[1], self.local_id)
         role = partition.apply_record(pimg.record, pimg.replicas, pimg.mod_revision, now,
                                       self.metadata.broker_epoch)
         if role == "leader":
@@ -846,6 +855,8 @@ class ReplicaManager:
                 return 1 << 30
             if replica_id >= 0 and self._diverging(p, fp) is not None:
                 return 1 << 30
+            if self._held_back(p, replica_id):
+                continue
             limit = self._fetch_limit(plog, replica_id, isolation)
             if fp.fetch_offset < limit:
                 try:
@@ -853,6 +864,11 @@ class ReplicaManager:
                 except LogError:
                     return 1 << 30
         return total
+
+    def _held_back(self, p: Partition, replica_id: int) -> bool:
+        """A follower's fetch of a throttled partition while the leader's quota is exceeded and the
+        follower is not in sync: it gets nothing this time."""
+        return p.leader_throttled and replica_id not in p.isr and self.leader_quota.exceeded()
 
     @staticmethod
     def _fetch_limit(plog: PartitionLog, replica_id: int, isolation: int) -> int:
@@ -911,6 +927,8 @@ class ReplicaManager:
                     entry["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
                     urgent = True
                     continue
+                if self._held_back(p, replica_id):
+                    continue  # throttled: no data this time (the follower's fetch waits in purgatory)
             limit_offset = self._fetch_limit(plog, replica_id, isolation)
             try:
                 result = plog.read(fp.fetch_offset, min(fp.max_bytes, remaining), min_one, max_offset=limit_offset)
@@ -928,6 +946,8 @@ class ReplicaManager:
                     for t in plog.aborted_transactions(fp.fetch_offset, limit_offset)] if result.slices else []
             region = _records_region(result, self._bytes_out_counter(fp.name or ""))
             if region is not None:
+                if replica_id >= 0 and p.leader_throttled:
+                    self.leader_quota.record(region.size)
                 entry["records"] = region
                 remaining = max(0, remaining - region.size)
                 min_one = False

@@ -100,3 +100,98 @@ def test_the_replication_factor_is_raised_and_lowered(cluster: KBrokerCluster, t
              "every record back")
     c.close()
     assert sorted(got) == sorted(b"v%d" % i for i in range(200))
+
+
+def set_configs(cluster: KBrokerCluster, topic: str, topic_configs: dict[str, str], rate: int | None,
+                brokers: list[int]) -> None:
+    """Throttle a reassignment as Kafka's tool does: the topic's throttled replicas, and the rates on the
+    brokers involved (None removes them)."""
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    client = cluster_admin(cluster)
+    op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
+    resources = [ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v else AlterConfigOpType.DELETE)
+        for k, v in topic_configs.items()])]
+    for b in brokers:
+        resources.append(ConfigResource(ResourceType.BROKER, str(b), incremental_configs=[
+            ConfigEntry(name, str(rate or ""), incremental_operation=op)
+            for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]))
+    for resource in resources:  # confluent-kafka takes one broker resource per call
+        for future in client.incremental_alter_configs([resource]).values():
+            future.result(30)
+
+
+def cluster_admin(cluster: KBrokerCluster):  # type: ignore[no-untyped-def]
+    from cluster_helpers import admin
+
+    return admin(cluster.bootstrap_servers)
+
+
+def fill(cluster: KBrokerCluster, topic: str, mb: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 20,
+                         "compression.type": "none"})
+    payload = bytes(range(256)) * 40  # 10 KiB, incompressible enough
+    for _ in range(mb * 100):
+        while True:
+            try:
+                producer.produce(topic, value=payload, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(60) == 0
+
+
+def test_a_throttled_reassignment_moves_at_about_the_rate_and_survives_kill_9_of_the_controller_and_the_new_replica(
+        cluster: KBrokerCluster) -> None:
+    import time
+
+    from confluent_kafka import Producer
+    from kafka import TopicPartition
+
+    create_topic(cluster, "slow", partitions=1, rf=1)
+    fill(cluster, "slow", 6)
+    source = replicas(cluster, "slow", 0)[0]
+    new = next(b for b in (1, 2, 3) if b != source)
+    rate = 1_000_000
+    set_configs(cluster, "slow", {"leader.replication.throttled.replicas": f"0:{source}",
+                                  "follower.replication.throttled.replicas": f"0:{new}"}, rate, [source, new])
+    started = time.monotonic()
+    admin = kafka_admin(cluster)
+    try:
+        assert admin.alter_partition_reassignments({TopicPartition("slow", 0): [source, new]}) == {
+            TopicPartition("slow", 0): None}
+        # producers keep being served while the copy runs
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        for i in range(50):
+            producer.produce("slow", value=b"during-%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        copied = lambda: (cluster.brokers[new].data_dir / "slow-0").exists() and sum(  # noqa: E731
+            f.stat().st_size for f in (cluster.brokers[new].data_dir / "slow-0").glob("*.log"))
+        wait_for(lambda: copied() and copied() > 1_500_000, "the copy to be under way")
+        # the controller dies mid-copy, then the new replica itself
+        controller = cluster_admin(cluster).list_topics(timeout=10).controller_id
+        if controller not in (source,):
+            cluster.kill(controller)
+            cluster.restart(controller)
+        assert admin.list_partition_reassignments(), "the reassignment is still in progress"
+        cluster.kill(new)
+        cluster.restart(new)
+        wait_for(lambda: not admin.list_partition_reassignments(), "the reassignment to complete", timeout=120)
+    finally:
+        admin.close()
+    elapsed = time.monotonic() - started
+    # 6 MB at 1 MB/s, a window's worth let through at once: it cannot have been much quicker
+    assert elapsed > 3.0, f"a throttled 6 MB copy took only {elapsed:.1f} s"
+    assert sorted(replicas(cluster, "slow", 0)) == sorted([source, new])
+    wait_for(lambda: len({segment_bytes(cluster.brokers[b].data_dir, "slow", 0) for b in (source, new)}) == 1,
+             "both replicas to hold the same bytes")
+    set_configs(cluster, "slow", {"leader.replication.throttled.replicas": "",
+                                  "follower.replication.throttled.replicas": ""}, None, [source, new])

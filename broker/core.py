@@ -46,6 +46,7 @@ from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.observability.metrics import BrokerMetrics, BrokerState
 from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
+from broker.replication.quota import RateQuota
 from broker.security.connection import ConnectionSecurity
 from broker.security.scram import CredentialStore, load_users_file
 from broker.security.setup import (
@@ -160,7 +161,10 @@ class BrokerCore:
                     listener=inter_broker_listener_name(config), security=self._inter_broker_security()),
                 self.timer, broker=lambda node: self.metadata.image.brokers.get(node),
                 broker_epoch=lambda: self.metadata.broker_epoch,
-                topic_name=lambda topic_id: self.metadata.image.topic_name(topic_id))
+                topic_name=lambda topic_id: self.metadata.image.topic_name(topic_id),
+                quota=RateQuota(lambda: config.follower_replication_throttled_rate,
+                                window_num=config.replication_quota_window_num,
+                                window_s=config.replication_quota_window_size_seconds))
             self.replica_manager = ReplicaManager(
                 local_id=config.node_id, config=config, logs=self.logs, metrics=self.metrics, timer=self.timer,
                 metadata=self.metadata, fetchers=self.fetchers)
@@ -439,6 +443,14 @@ class BrokerCore:
             "kbroker_cluster_brokers": ("Live brokers in the cluster", len(image.brokers)),
             "kbroker_metadata_store_connected": ("1 while the metadata store answers",
                                                  int(self.metadata.store_connected)),
+            "kbroker_partitions_reassigning": ("Partitions of the cluster being reassigned",
+                                               sum(1 for p in image.partitions() if p.record.reassigning)),
+            "kbroker_leader_replication_throttled_bytes": (
+                "Bytes of throttled partitions sent to followers since start (leader.replication.throttled.rate)",
+                rm.leader_quota.total),
+            "kbroker_follower_replication_throttled_bytes": (
+                "Bytes of throttled partitions fetched since start (follower.replication.throttled.rate)",
+                self.fetchers.quota.total if self.fetchers.quota is not None else 0),
         }
         return BrokerState(parts, groups, transactions, cluster, self.fetchers.lag())
 

@@ -5,8 +5,8 @@ Run once when a spec changes::
     python -m protocol._schema_gen ../shared/reference/kafka-message-specs/trunk-2025-02-14 \
         ../shared/reference/kafka-message-specs/kafka-4.2
 
-A spec missing from the first directory is taken from the next that has it (the Kafka 4.2 set adds the
-APIs the trunk snapshot predates; the served versions of the others stay as generated from it).
+An API's spec comes from the first directory whose spec has every version generated (the Kafka 4.2
+set adds the APIs and versions the trunk snapshot predates; the others stay as generated from it).
 
 It writes ``protocol/schemas/<api>.py``; the output is ordinary source that is
 reviewed and committed.  Nothing at run time reads JSON.
@@ -195,15 +195,22 @@ HEADER = '"""{doc}\n\nDeclarative schema generated from Apache Kafka\'s message 
 def main(spec_dir: str, *overlays: str) -> None:
     roots = [Path(d) for d in (spec_dir, *overlays)]
 
-    def spec(name: str) -> Any:
-        return load(next((r / f"{name}.json" for r in roots if (r / f"{name}.json").exists()), roots[-1] / f"{name}.json"))
+    def spec(name: str, newest: int | None = None) -> Any:
+        found = [load(r / f"{name}.json") for r in roots if (r / f"{name}.json").exists()]
+        if not found:
+            raise FileNotFoundError(f"no spec {name}.json in {', '.join(map(str, roots))}")
+        if newest is not None:
+            for candidate in found:
+                if int(str(candidate["validVersions"]).split("-")[-1]) >= newest:
+                    return candidate
+        return found[0]
 
     out_dir = Path(__file__).parent / "schemas"
     out_dir.mkdir(exist_ok=True)
     index: list[tuple[str, str]] = []
     for api, versions in SERVED.items():
-        req = spec(f"{api}Request")
-        resp = spec(f"{api}Response")
+        req = spec(f"{api}Request", versions[1])
+        resp = spec(f"{api}Response", versions[1])
         module = snake(api)
         text = HEADER.format(doc=f"{api} (API key {req['apiKey']}): request and response, v{versions[0]}-v{versions[1]}.")
         text += "\n" + emit_message(req, versions, f"{api}Request") + "\n\n" + emit_message(resp, versions, f"{api}Response") + "\n"

@@ -167,7 +167,9 @@ class TopicAdmin:
         if count <= current:
             raise TopicError(E.INVALID_PARTITIONS, f"Topic currently has {current} partitions, which is higher "
                                                    f"than or equal to the requested {count}.")
-        rf = len(t.record.assignment[0]) if t.record.assignment else 1
+        first = t.partitions.get(0)
+        rf = len(first.record.target or first.replicas) if first is not None else \
+            len(t.record.assignment[0]) if t.record.assignment else 1
         if assignment is not None:
             if len(assignment) != count - current:
                 raise TopicError(E.INVALID_REPLICA_ASSIGNMENT, "assignment count mismatch")

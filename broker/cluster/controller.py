@@ -18,6 +18,7 @@ metadata image:
   and is never leader at its old epoch — until it catches up and rejoins;
 * a broker in controlled shutdown gets no new leadership; the partitions it leads it
   hands over itself once its followers have everything (see ``broker.replication.replica_manager``);
+* a reassignment whose target replicas are all in sync completes (:mod:`broker.cluster.reassignment`);
 * the preferred replica (first in the assignment) takes leadership back when it
   is alive and in the ISR and its broker's share of non-preferred leaderships
   exceeds ``leader.imbalance.per.broker.percentage`` (checked every
@@ -32,14 +33,22 @@ a deposed controller cannot write anything and no update is lost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from broker.cluster import reassignment
 from broker.cluster.image import MetadataImage, PartitionImage
 from broker.cluster.internal_topics import is_internal_topic
 from broker.cluster.kv import Compare, KVError, MetadataKV, Put, mod_is
-from broker.cluster.records import CONTROLLER_EPOCH_KEY, NO_LEADER, PartitionRecord, partition_key
+from broker.cluster.records import (
+    CONTROLLER_EPOCH_KEY,
+    NO_LEADER,
+    PartitionChange,
+    PartitionRecord,
+    partition_key,
+)
 
 log = logging.getLogger("kbroker.controller")
 
@@ -51,6 +60,7 @@ __all__ = [
     "elect_preferred",
     "elect_unclean",
     "imbalanced_partitions",
+    "unclean_allowed",
 ]
 
 TXN_BATCH = 100
@@ -63,26 +73,15 @@ class ControllerSettings:
     imbalance_percentage: int = 10
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionChange:
-    """Write ``record`` to the partition if its key is still at ``expected_revision`` (0: absent)."""
-
-    topic: str
-    partition: int
-    expected_revision: int
-    record: PartitionRecord
-    reason: str
-
-
-def _unclean_allowed(image: MetadataImage, topic: str, settings: ControllerSettings) -> bool:
-    """The topic's ``unclean.leader.election.enable``, else the cluster-wide dynamic default, else the
-    controller's own setting."""
+def unclean_allowed(image: MetadataImage, topic: str, default: bool) -> bool:
+    """The topic's ``unclean.leader.election.enable``, else the cluster-wide dynamic default, else
+    ``default`` (the broker's own setting)."""
     t = image.topic(topic)
     value = t.configs.get("unclean.leader.election.enable") if t is not None else None
     if value is None:
         value = image.broker_config(None).get("unclean.leader.election.enable")
     if value is None:
-        return settings.unclean_leader_election
+        return default
     return value.strip().lower() == "true"
 
 
@@ -95,7 +94,8 @@ def _record(p: PartitionImage, image: MetadataImage, leader: int, isr: tuple[int
     epoch = old.leader_epoch + 1 if leader != old.leader or leader in refresh else old.leader_epoch
     epochs = tuple(image.broker_epoch(r) if r in refresh or old.epoch_of(r) < 0 else old.epoch_of(r)
                    for r in isr)
-    return PartitionRecord(leader, epoch, isr, old.partition_epoch + 1, epochs)
+    return dataclasses.replace(old, leader=leader, leader_epoch=epoch, isr=isr, partition_epoch=old.partition_epoch + 1,
+                               isr_epochs=epochs, replicas=p.replicas)
 
 
 def _ordered(replicas: Iterable[int], keep: Callable[[int], bool]) -> tuple[int, ...]:
@@ -129,7 +129,7 @@ def _fix_partition(image: MetadataImage, p: PartitionImage, settings: Controller
         return PartitionChange(p.topic, p.partition, p.mod_revision,
                                _record(p, image, leader, (leader,), refresh=(leader,)),
                                "leader election from the ISR (the last member is back)")
-    if _unclean_allowed(image, p.topic, settings):
+    if unclean_allowed(image, p.topic, settings.unclean_leader_election):
         live = [r for r in p.replicas if image.is_alive(r)]
         if live:
             return PartitionChange(p.topic, p.partition, p.mod_revision,
@@ -151,10 +151,11 @@ def decide(image: MetadataImage, settings: ControllerSettings) -> list[Partition
                 live = _ordered(replicas, image.is_alive)
                 if live:
                     leader = sorted(live, key=image.is_shutting_down)[0]
-                    record = PartitionRecord(leader, 0, live, 0, tuple(image.broker_epoch(r) for r in live))
+                    record = PartitionRecord(leader, 0, live, 0, tuple(image.broker_epoch(r) for r in live),
+                                             tuple(replicas))
                     changes.append(PartitionChange(topic.name, index, 0, record, "new partition"))
                 continue
-            change = _fix_partition(image, p, settings)
+            change = _fix_partition(image, p, settings) or reassignment.completion(image, p)
             if change is not None:
                 changes.append(change)
     return changes

@@ -49,9 +49,15 @@ TopicPartition = tuple[str, int]
 class PartitionImage:
     topic: str
     partition: int
-    replicas: tuple[int, ...]
+    #: the topic's assignment of this partition (what it was created with)
+    assigned: tuple[int, ...]
     record: PartitionRecord
     mod_revision: int
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        """Its replicas now (during a reassignment: the target, then those being removed)."""
+        return self.record.replicas or self.assigned
 
     @property
     def leader(self) -> int:
@@ -290,8 +296,8 @@ class MetadataImage:
                 old_t.record = record
                 old_t.mod_revision = kv.mod_revision
                 for p, part in old_t.partitions.items():
-                    if p < record.partitions and part.replicas != record.assignment[p]:
-                        part.replicas = record.assignment[p]
+                    if p < record.partitions and part.assigned != record.assignment[p]:
+                        part.assigned = record.assignment[p]
                         delta.partitions_changed.add((ident, p))
                 delta.topics_changed.add(ident)
         elif kind == "partition":

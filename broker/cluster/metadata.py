@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from broker.cluster.controller import Controller, ControllerSettings, PartitionChange, write_changes
+from broker.cluster.controller import Controller, ControllerSettings, write_changes
 from broker.cluster.image import MetadataDelta, MetadataImage
 from broker.cluster.kv import (
     Compare,
@@ -58,6 +58,7 @@ from broker.cluster.records import (
     BrokerConfigRecord,
     BrokerRegistration,
     ControllerRecord,
+    PartitionChange,
     PartitionRecord,
     TopicRecord,
     broker_config_key,
@@ -451,6 +452,17 @@ class MetadataService:
             if result.succeeded:
                 moved.add((change.topic, change.partition))
         return moved
+
+    async def reassign(self, changes: list[PartitionChange]) -> set[tuple[str, int]]:
+        """Write reassignments started or cancelled (AlterPartitionReassignments), each only if its
+        partition is unchanged since it was planned; returns the partitions written."""
+        written: set[tuple[str, int]] = set()
+        for change in changes:
+            key = partition_key(change.topic, change.partition)
+            result = await self.kv.txn([mod_is(key, change.expected_revision)], [Put(key, change.record.encode())])
+            if result.succeeded:
+                written.add((change.topic, change.partition))
+        return written
 
     async def elect(self, changes: list[PartitionChange]) -> set[tuple[str, int]]:
         """Write elections (ElectLeaders); returns the partitions written."""

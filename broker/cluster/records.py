@@ -6,8 +6,9 @@ Keys (relative to the store's namespace; etcd puts them under ``/kbroker/<cluste
     brokers/<id>                  BrokerRegistration                  leased; create_revision = broker epoch
     controller                    {"broker_id", "epoch"}              leased; the elected controller
     controller_epoch              {"epoch"}                           bumped by each new controller
-    topics/<name>                 TopicRecord (id, assignment, configs)
-    partitions/<name>/<p>         PartitionRecord (leader, epochs, ISR)
+    topics/<name>                 TopicRecord (id, the assignment it was created with, configs)
+    partitions/<name>/<p>         PartitionRecord (replicas, leader, epochs, ISR, a reassignment's
+                                  adding/removing replicas)
     producer_id_block             {"next": N}                         ids below N are handed out
     broker_configs/default        BrokerConfigRecord                  dynamic broker configs, cluster-wide default
     broker_configs/<id>           BrokerConfigRecord                  dynamic broker configs of one broker
@@ -16,7 +17,9 @@ Keys (relative to the store's namespace; etcd puts them under ``/kbroker/<cluste
     acls/<type>/<pattern>/<name>/<hash>   AclBinding                  broker.security.acl
 
 A topic name cannot contain ``/``, so ``partitions/<name>/`` is an exact prefix.
-In an assignment the first replica of each partition is its preferred leader.
+In an assignment the first replica of each partition is its preferred leader.  A partition's
+replicas live in its record (they change by reassignment); the topic's assignment is what the
+controller starts a new partition with.
 Users and ACLs are the security modules' records; their keys are defined there (one binding per
 key, so creating an ACL twice writes one key).
 """
@@ -41,6 +44,7 @@ __all__ = [
     "BrokerRegistration",
     "ControllerRecord",
     "Endpoint",
+    "PartitionChange",
     "PartitionRecord",
     "TopicRecord",
     "broker_config_key",
@@ -207,6 +211,11 @@ class PartitionRecord:
     when it joined (-1, or none at all in records of older versions: unknown).  A member whose
     broker has registered again since then is a new incarnation that may have lost what it had:
     it leaves the ISR and is never leader at its old epoch.
+
+    ``replicas``: the partition's replicas, the first the preferred leader (empty in records of
+    older versions: the topic's assignment).  During a reassignment (KIP-455) they are the target
+    followed by the replicas being removed; ``adding`` are the target's new replicas, ``removing``
+    the ones leaving once every target replica is in sync.
     """
 
     leader: int
@@ -214,6 +223,18 @@ class PartitionRecord:
     isr: tuple[int, ...]
     partition_epoch: int = 0
     isr_epochs: tuple[int, ...] = ()
+    replicas: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        """The replicas a reassignment moves to (all of them when none runs)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
 
     def epoch_of(self, broker: int) -> int:
         """The broker epoch ``broker`` joined the ISR with (-1: unknown or not a member)."""
@@ -228,6 +249,9 @@ class PartitionRecord:
                                "partition_epoch": self.partition_epoch}
         if self.isr_epochs:
             doc["isr_epochs"] = list(self.isr_epochs)
+        for name in ("replicas", "adding", "removing"):
+            if getattr(self, name):
+                doc[name] = list(getattr(self, name))
         return _dumps(doc)
 
     @classmethod
@@ -237,7 +261,11 @@ class PartitionRecord:
         epochs = tuple(int(e) for e in d.get("isr_epochs", ()))
         if epochs and len(epochs) != len(isr):
             raise ValueError("isr_epochs does not match the isr")
-        return cls(int(d["leader"]), int(d["leader_epoch"]), isr, int(d.get("partition_epoch", 0)), epochs)
+        replicas, adding, removing = (tuple(int(b) for b in d.get(k, ())) for k in ("replicas", "adding", "removing"))
+        if not set(adding) | set(removing) <= set(replicas):
+            raise ValueError("adding and removing replicas must be replicas")
+        return cls(int(d["leader"]), int(d["leader_epoch"]), isr, int(d.get("partition_epoch", 0)), epochs,
+                   replicas, adding, removing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,3 +281,14 @@ class BrokerConfigRecord:
     def decode(cls, data: bytes) -> BrokerConfigRecord:
         d = json.loads(data)
         return cls({str(k): str(v) for k, v in d.get("configs", {}).items()})
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChange:
+    """Write ``record`` to the partition if its key is still at ``expected_revision`` (0: absent)."""
+
+    topic: str
+    partition: int
+    expected_revision: int
+    record: PartitionRecord
+    reason: str

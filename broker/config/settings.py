@@ -61,6 +61,13 @@ class BrokerConfig:
     offsets_topic_replication_factor: int | None = None
     replica_lag_time_max_ms: int = 30_000
     unclean_leader_election_enable: bool = False
+    #: replication throttles (bytes/s; unlimited by default), applied to the partitions the topic configs
+    #: leader/follower.replication.throttled.replicas list (dynamic, per broker or cluster-wide)
+    leader_replication_throttled_rate: int = (1 << 63) - 1
+    follower_replication_throttled_rate: int = (1 << 63) - 1
+    #: the windows the throttled rates are measured over
+    replication_quota_window_num: int = 11
+    replication_quota_window_size_seconds: int = 1
     #: on SIGTERM, hand every leadership over to an in-sync follower that has the whole log first
     controlled_shutdown_enable: bool = True
     #: how long a controlled shutdown may wait for followers to catch up before it stops anyway
@@ -349,9 +356,10 @@ def _topic_default_synonyms() -> frozenset[str]:
 #: Dynamic settings this broker applies as they change: every broker-level default of a topic config
 #: (``log.retention.ms``, ``message.max.bytes``, ``log.cleanup.policy``, ``compression.type``, ...,
 #: including Kafka's hour/minute spellings), the log cleaner's memory and check interval, and the
-#: connection limit.
+#: connection limit, and the replication throttles.
 DYNAMIC_SETTINGS: frozenset[str] = _topic_default_synonyms() | {
     "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms", "max.connections",
+    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
 }
 
 #: Kafka's other dynamic broker configs, accepted, stored and reported like the rest, with nothing

@@ -4,6 +4,7 @@ from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -34,6 +35,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     list_transactions,
     metadata,
     offset_commit,
@@ -49,6 +51,8 @@ from broker.handlers import (
 )
 
 __all__ = [
+    "alter_partition_reassignments",
+    "list_partition_reassignments",
     "add_offsets_to_txn",
     "add_partitions_to_txn",
     "alter_configs",

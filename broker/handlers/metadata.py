@@ -123,8 +123,9 @@ def topic_metadata(image: MetadataImage, name: str, error: int | None) -> dict[s
                 "is_internal": False}
     alive = image.is_alive
     partitions = []
-    for p, replicas in enumerate(t.record.assignment):
+    for p, assigned in enumerate(t.record.assignment):
         part = t.partitions.get(p)
+        replicas = assigned if part is None else part.replicas
         if part is None:
             partitions.append({"error_code": E.LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
                                "leader_epoch": -1, "replica_nodes": list(replicas), "isr_nodes": [],

@@ -14,6 +14,8 @@ answer it
 * sets its high watermark to min(own log end, leader's) and moves its log start
   up to the leader's;
 * on OFFSET_OUT_OF_RANGE below the leader's log start, starts over at it;
+* leaves out of its requests a throttled partition (``follower.replication.throttled.replicas``)
+  it is not in sync for while the follower quota is exceeded (:mod:`broker.replication.quota`);
 * on FENCED_LEADER_EPOCH waits for the metadata image to say who leads now; on
   NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH / an unknown partition (the leader has
   not applied the record that made it leader yet) asks again after 50 ms.
@@ -43,6 +45,7 @@ from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
     from broker.replication.partition import Partition
+    from broker.replication.quota import RateQuota
 
 log = logging.getLogger("kbroker.replica.fetcher")
 
@@ -53,6 +56,8 @@ TopicPartition = tuple[str, int]
 FETCH_VERSION = 17
 #: how soon a partition the leader does not know as its own yet is fetched again
 METADATA_RACE_BACKOFF_MS = 50
+#: how soon a throttled partition held back by the follower quota is looked at again
+THROTTLE_RECHECK_S = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +128,17 @@ class ReplicaFetcher:
 
     def _ready(self) -> list[Partition]:
         now = time.monotonic()
-        return [p for tp, p in self.partitions.items() if self.delayed_until.get(tp, 0) <= now]
+        ready = []
+        quota = self.manager.quota
+        for tp, p in self.partitions.items():
+            if self.delayed_until.get(tp, 0) > now:
+                continue
+            if (quota is not None and p.follower_throttled and self.manager.local_id not in p.isr
+                    and quota.exceeded()):
+                self.delayed_until[tp] = now + THROTTLE_RECHECK_S  # throttled: wait for the quota
+                continue
+            ready.append(p)
+        return ready
 
     async def _run(self) -> None:
         settings = self.manager.settings
@@ -208,6 +223,8 @@ class ReplicaFetcher:
                 return
             records = pr.records
             if records:
+                if p.follower_throttled and self.manager.quota is not None:
+                    self.manager.quota.record(len(records))
                 plog.append_as_follower(records)
             leader_hw = pr.high_watermark
             if leader_hw >= 0:
@@ -261,7 +278,8 @@ class ReplicaFetcherManager:
     def __init__(self, local_id: int, settings: FetcherSettings, timers: WheelTimer, *,
                  broker: Callable[[int], BrokerRegistration | None], broker_epoch: Callable[[], int],
                  topic_name: Callable[[Any], str | None],
-                 on_follower_progress: Callable[[Partition], None] = lambda p: None) -> None:
+                 on_follower_progress: Callable[[Partition], None] = lambda p: None,
+                 quota: RateQuota | None = None) -> None:
         self.local_id = local_id
         self.settings = settings
         self.timers = timers
@@ -269,6 +287,8 @@ class ReplicaFetcherManager:
         self.broker_epoch = broker_epoch
         self.topic_name = topic_name
         self.on_follower_progress = on_follower_progress
+        #: ``follower.replication.throttled.rate``: bytes fetched for throttled partitions
+        self.quota = quota
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._where: dict[TopicPartition, int] = {}
 

@@ -60,6 +60,8 @@ class Partition:
         self.partition_epoch = -1
         self.isr: tuple[int, ...] = ()
         self.record_revision = 0
+        #: the partition's record as last taken in (what ISR changes and handovers rewrite)
+        self.record = PartitionRecord(NO_LEADER, -1, ())
         self.followers: dict[int, FollowerState] = {}
         #: ISR change written to the store but not yet seen back in the image.
         self.pending_isr: tuple[int, ...] | None = None
@@ -69,6 +71,10 @@ class Partition:
         self.isr_epochs: dict[int, int] = {}
         #: Controlled shutdown: no more appends; leadership moves once the followers have everything.
         self.handing_over = False
+        #: replication throttles naming this replica (topic configs ``leader``/``follower.replication.
+        #: throttled.replicas``): as leader, out-of-sync followers wait for the quota; as follower, it does
+        self.leader_throttled = False
+        self.follower_throttled = False
 
     # -- role changes ------------------------------------------------------------------
     @property
@@ -83,6 +89,7 @@ class Partition:
         the epoch of an earlier incarnation is not followed: until the controller elects again, the
         partition has no leader here."""
         was_leader, old_epoch = self.is_leader, self.leader_epoch
+        self.record = record
         self.replicas = replicas
         self.isr = record.isr
         self.isr_epochs = {r: record.epoch_of(r) for r in record.isr}

@@ -40,16 +40,17 @@ Components interested in leadership (the group coordinator for
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from broker.cluster.controller import PartitionChange
+from broker.cluster import reassignment
 from broker.cluster.image import MetadataDelta, MetadataImage
 from broker.cluster.internal_topics import is_internal_topic
 from broker.cluster.kv import KVError
-from broker.cluster.records import PartitionRecord
+from broker.cluster.records import PartitionChange, PartitionRecord
 from broker.log.errors import (
     InvalidTimestampError,
     LogError,
@@ -61,6 +62,7 @@ from broker.log.region import FileRegion, release_parts
 from broker.log.validation import RecordValidationError, check_keys, with_timestamp_errors
 from broker.replication.partition import Partition
 from broker.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
+from broker.replication.quota import RateQuota, throttled
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
@@ -227,9 +229,15 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock,
                                                            purge_interval=purge)
         self._isr_task: asyncio.Task[None] | None = None
-        #: set on follower progress and metadata changes while a controlled shutdown hands over
-        self._handover: asyncio.Event | None = None
+        #: set on follower progress and metadata changes while leadership is being handed over
+        self._progress: set[asyncio.Event] = set()
+        #: partitions whose leadership a reassignment is moving off this broker
+        self._moving: dict[TopicPartition, asyncio.Task[int]] = {}
         self._alter_tasks: set[asyncio.Task[None]] = set()
+        #: bytes sent to followers of throttled partitions (``leader.replication.throttled.rate``)
+        self.leader_quota = RateQuota(lambda: config.leader_replication_throttled_rate,
+                                      window_num=config.replication_quota_window_num,
+                                      window_s=config.replication_quota_window_size_seconds)
         #: checks transactional batches with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
 
@@ -273,8 +281,9 @@ class ReplicaManager:
             self._apply_partition(image, tp, now)
         for broker in delta.brokers_removed:
             self.fetchers.leader_gone(broker)
-        if self._handover is not None:
-            self._handover.set()
+        for event in self._progress:
+            event.set()
+        self._reassignment_leader_moves()
 
     def _apply_partition(self, image: MetadataImage, tp: TopicPartition, now: int) -> None:
         pimg = image.partition(*tp)
@@ -295,6 +304,10 @@ class ReplicaManager:
             plog = self.logs.ensure_log(tp[0], tp[1], timg.topic_id, timg.configs)
             partition = Partition(tp[0], tp[1], timg.topic_id, self.local_id, plog)
             self.partitions[tp] = partition
+        partition.leader_throttled = throttled(timg.configs.get("leader.replication.throttled.replicas"), tp[1],
+                                               self.local_id)
+        partition.follower_throttled = throttled(timg.configs.get("follower.replication.throttled.replicas"),
+                                                 tp[1], self.local_id)
         role = partition.apply_record(pimg.record, pimg.replicas, pimg.mod_revision, now,
                                       self.metadata.broker_epoch)
         if role == "leader":
@@ -370,8 +383,8 @@ class ReplicaManager:
             return
         partition.pending_isr = new_isr
         member_epochs = tuple(partition.joining_epoch(r, epochs) for r in new_isr)
-        record = PartitionRecord(partition.leader, partition.leader_epoch, new_isr, partition.partition_epoch + 1,
-                                 member_epochs)
+        record = dataclasses.replace(partition.record, isr=new_isr, isr_epochs=member_epochs,
+                                     partition_epoch=partition.partition_epoch + 1, replicas=partition.replicas)
         joining = {r: e for r, e in zip(new_isr, member_epochs, strict=True) if r not in partition.isr}
         shrink = len(new_isr) < len(partition.isr)
         task = asyncio.ensure_future(self._alter_isr(partition, partition.record_revision, record, shrink, joining))
@@ -394,35 +407,72 @@ class ReplicaManager:
         elif partition.pending_isr == record.isr:
             partition.pending_isr = None  # someone else changed the partition; the image will tell
 
-    # -- controlled shutdown -----------------------------------------------------------
-    def _successors(self, p: Partition) -> list[int]:
-        """Who may take ``p`` over from this broker: ISR members alive as the incarnation that
-        joined, not shutting down themselves, in assignment order."""
+    # -- moving leadership without losing anything (controlled shutdown, reassignment) --------
+    def _successors(self, p: Partition, among: Iterable[int] | None = None) -> list[int]:
+        """Who may take ``p`` over from this broker: ISR members alive as the incarnation that joined,
+        not shutting down themselves, in replica order (only those ``among``, when given)."""
         image = self.image
+        allowed = set(p.replicas if among is None else among)
         return [r for r in p.replicas
-                if r != self.local_id and r in p.isr and image.broker_epoch(r) >= 0
+                if r != self.local_id and r in allowed and r in p.isr and image.broker_epoch(r) >= 0
                 and p.isr_epochs.get(r, -1) in (-1, image.broker_epoch(r)) and not image.is_shutting_down(r)]
 
-    def _handover_change(self, p: Partition, successor: int) -> tuple[PartitionChange, int, int]:
-        isr = tuple(r for r in p.isr if r != self.local_id)
-        record = PartitionRecord(successor, p.leader_epoch + 1, isr, p.partition_epoch + 1,
-                                 tuple(p.isr_epochs.get(r, -1) for r in isr))
-        change = PartitionChange(p.topic, p.partition, p.record_revision, record, "controlled shutdown")
-        return change, successor, self.image.broker_epoch(successor)
+    def _shutdown_record(self, p: Partition, successor: int) -> PartitionRecord:
+        """Controlled shutdown: ``successor`` leads, this broker leaves the ISR."""
+        keep = [i for i, r in enumerate(p.record.isr) if r != self.local_id]
+        rec = p.record
+        return dataclasses.replace(rec, leader=successor, leader_epoch=rec.leader_epoch + 1,
+                                   isr=tuple(rec.isr[i] for i in keep), partition_epoch=rec.partition_epoch + 1,
+                                   isr_epochs=tuple(rec.isr_epochs[i] for i in keep) if rec.isr_epochs else (),
+                                   replicas=p.replicas)
 
     async def hand_over_leadership(self, timeout_s: float) -> int:
         """Controlled shutdown: move every leadership this broker holds to an in-sync follower that has
-        its whole log.  Appends stop first (NOT_LEADER_OR_FOLLOWER), so the log end stays put while
-        the followers fetch the rest; a partition moves as soon as all its in-sync followers have
-        everything (acks=all requests parked here are then answered), or, after half of
-        ``timeout_s``, as soon as one has; at the end, to the follower that has most.  A partition
-        no other in-sync replica can take stays here (and goes offline when the broker leaves).
-        Returns how many leaderships are left."""
+        its whole log (see :meth:`_move_leadership`).  A partition no other in-sync replica can take
+        stays here (and goes offline when the broker leaves).  Returns how many leaderships are left."""
+        return await self._move_leadership(lambda p: self._successors(p) if p.is_leader else None,
+                                           self._shutdown_record, timeout_s, "controlled shutdown")
+
+    def _reassignment_leader_moves(self) -> None:
+        """Partitions this broker leads that a reassignment removes it from: once every target replica
+        is in sync, hand leadership to one of them and complete the reassignment in the same write."""
+        for tp, p in self.partitions.items():
+            rec = p.record
+            if (not p.is_leader or self.local_id not in rec.removing or tp in self._moving
+                    or reassignment.completed_record(self.image, rec) is None):
+                continue
+
+            def select(q: Partition, tp: TopicPartition = tp) -> list[int] | None:
+                if (q.topic, q.partition) != tp or not q.is_leader or self.local_id not in q.record.removing:
+                    return None
+                return self._successors(q, among=q.record.target)
+
+            def record(q: Partition, successor: int) -> PartitionRecord:
+                done = reassignment.completed_record(self.image, q.record, leader=successor)
+                return done if done is not None else self._shutdown_record(q, successor)
+
+            task = asyncio.ensure_future(self._move_leadership(select, record, self.config.controlled_shutdown_timeout_ms
+                                                               / 1000, "reassignment"))
+            self._moving[tp] = task
+            task.add_done_callback(lambda _t, tp=tp: self._moving.pop(tp, None))
+
+    async def _move_leadership(self, select: Callable[[Partition], list[int] | None],
+                               make_record: Callable[[Partition, int], PartitionRecord], timeout_s: float,
+                               reason: str) -> int:
+        """Move the leadership of every partition ``select`` names (giving the replicas that may take
+        it) to one that has this leader's whole log.  Appends to them stop first
+        (NOT_LEADER_OR_FOLLOWER), so the log end stays put while the followers fetch the rest; a
+        partition moves as soon as all its candidates have everything (acks=all requests parked
+        here are then answered), or, after half of ``timeout_s``, as soon as one has; at the end, to
+        the candidate that has most.  ``make_record(partition, successor)`` is the record written
+        (compare-and-set, :meth:`MetadataService.hand_over`).  Returns how many are left."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         deadline = start + timeout_s
-        self._handover = event = asyncio.Event()
+        event = asyncio.Event()
+        self._progress.add(event)
         written: dict[TopicPartition, int] = {}  # partition -> the record revision a move was written over
+        frozen: list[Partition] = []
         try:
             while True:
                 event.clear()
@@ -432,24 +482,27 @@ class ReplicaManager:
                 moves: list[tuple[PartitionChange, int, int]] = []
                 left = 0
                 for tp, p in self.partitions.items():
-                    if not p.is_leader:
-                        continue
-                    successors = self._successors(p)
+                    successors = select(p)
                     if not successors:
-                        continue  # nobody can take it: it stays writable until the broker stops
+                        continue  # not moving, or nobody can take it: it stays writable
                     left += 1
                     if not p.handing_over:
                         p.handing_over = True
+                        frozen.append(p)
                         self._wake(tp)
                     if written.get(tp) == p.record_revision:
                         continue  # written; waiting for the image to bring it back
                     caught_up = [r for r in successors if p.caught_up(r)]
+                    successor = None
                     if caught_up and (not patient or len(caught_up) == len(successors)):
-                        moves.append(self._handover_change(p, caught_up[0]))
+                        successor = caught_up[0]
                     elif final:
-                        best = max(successors, key=lambda r: p.followers[r].log_end_offset
-                                   if r in p.followers else -1)
-                        moves.append(self._handover_change(p, best))
+                        successor = max(successors, key=lambda r: p.followers[r].log_end_offset
+                                        if r in p.followers else -1)
+                    if successor is not None:
+                        change = PartitionChange(p.topic, p.partition, p.record_revision, make_record(p, successor),
+                                                 reason)
+                        moves.append((change, successor, self.image.broker_epoch(successor)))
                 if not left or (final and not moves):
                     return left
                 if moves:
@@ -458,7 +511,7 @@ class ReplicaManager:
                     try:
                         moved = await self.metadata.hand_over(moves)
                     except KVError as exc:
-                        log.warning("controlled shutdown: handing leadership over failed: %s", exc)
+                        log.warning("%s: handing leadership over failed: %s", reason, exc)
                         moved = set()
                     for change, _, _ in moves:
                         if (change.topic, change.partition) not in moved:
@@ -472,7 +525,10 @@ class ReplicaManager:
                 except TimeoutError:
                     pass
         finally:
-            self._handover = None
+            self._progress.discard(event)
+            for p in frozen:
+                if p.handing_over and p.is_leader and select(p) is None:
+                    p.handing_over = False  # it no longer needs to move: writable again
 
     def answer_waiting_fetches(self) -> None:
         """Shutting down: answer every parked Fetch now, with what it has."""
@@ -744,8 +800,8 @@ class ReplicaManager:
             moved = p.update_follower(replica_id, fp.fetch_offset, now, broker_epoch)
             if moved:
                 self._wake((p.topic, p.partition))
-            if self._handover is not None:
-                self._handover.set()
+            for event in self._progress:
+                event.set()
             if replica_id not in p.isr:
                 self._maybe_change_isr(p, now)
 
@@ -799,6 +855,8 @@ class ReplicaManager:
                 return 1 << 30
             if replica_id >= 0 and self._diverging(p, fp) is not None:
                 return 1 << 30
+            if self._held_back(p, replica_id):
+                continue
             limit = self._fetch_limit(plog, replica_id, isolation)
             if fp.fetch_offset < limit:
                 try:
@@ -806,6 +864,11 @@ class ReplicaManager:
                 except LogError:
                     return 1 << 30
         return total
+
+    def _held_back(self, p: Partition, replica_id: int) -> bool:
+        """A follower's fetch of a throttled partition while the leader's quota is exceeded and the
+        follower is not in sync: it gets nothing this time."""
+        return p.leader_throttled and replica_id not in p.isr and self.leader_quota.exceeded()
 
     @staticmethod
     def _fetch_limit(plog: PartitionLog, replica_id: int, isolation: int) -> int:
@@ -864,6 +927,8 @@ class ReplicaManager:
                     entry["diverging_epoch"] = {"epoch": diverging[0], "end_offset": diverging[1]}
                     urgent = True
                     continue
+                if self._held_back(p, replica_id):
+                    continue  # throttled: no data this time (the follower's fetch waits in purgatory)
             limit_offset = self._fetch_limit(plog, replica_id, isolation)
             try:
                 result = plog.read(fp.fetch_offset, min(fp.max_bytes, remaining), min_one, max_offset=limit_offset)
@@ -881,6 +946,8 @@ class ReplicaManager:
                     for t in plog.aborted_transactions(fp.fetch_offset, limit_offset)] if result.slices else []
             region = _records_region(result, self._bytes_out_counter(fp.name or ""))
             if region is not None:
+                if replica_id >= 0 and p.leader_throttled:
+                    self.leader_quota.record(region.size)
                 entry["records"] = region
                 remaining = max(0, remaining - region.size)
                 min_one = False

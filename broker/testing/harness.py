@@ -435,12 +435,23 @@ class KBrokerCluster:
         self._own_etcd = etcd is None
         self.etcd: EtcdServer | EtcdCluster = etcd or (
             EtcdCluster(self.directory / "etcd", etcd_members) if etcd_members > 1 else EtcdServer(self.directory / "etcd"))
+        self.listeners = listeners
         self.brokers: dict[int, BrokerProcess] = {}
         for node in range(1, size + 1):
-            args = ["--node-id", str(node), "--cluster", self.etcd.url, "--set", f"cluster.id={cluster_id}"]
-            for key, value in self.settings.items():
-                args += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
-            self.brokers[node] = BrokerProcess(self.directory / f"data-{node}", extra_args=args, listeners=listeners)
+            self.brokers[node] = self._broker(node)
+
+    def _broker(self, node: int, settings: dict[str, Any] | None = None) -> BrokerProcess:
+        args = ["--node-id", str(node), "--cluster", self.etcd.url, "--set", f"cluster.id={self.cluster_id}"]
+        for key, value in {**self.settings, **(settings or {})}.items():
+            args += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+        return BrokerProcess(self.directory / f"data-{node}", extra_args=args, listeners=self.listeners)
+
+    def add_broker(self, node: int, *, settings: dict[str, Any] | None = None, timeout: float = 60.0) -> BrokerProcess:
+        """Start a new broker ``node`` (a new id, an empty data directory) that joins the cluster."""
+        assert node not in self.brokers, f"broker {node} exists"
+        broker = self.brokers[node] = self._broker(node, settings)
+        broker.start(timeout)
+        return broker
 
     @property
     def bootstrap_servers(self) -> str:

@@ -149,6 +149,9 @@ class ConsumerConfig(CommonConfig):
     max_partition_fetch_bytes: int = 1048576
     max_poll_records: int | None = None
     isolation_level: str = "read_uncommitted"
+    #: the consumer's rack (Kafka's ``client.rack``): with ``replica.selector.class`` set on the brokers,
+    #: partitions are read from an in-sync replica in this rack (KIP-392)
+    client_rack: str | None = None
     partition_assignment_strategy: Sequence[Any] = field(default_factory=lambda: ["range", "cooperative-sticky"])
     exclude_internal_topics: bool = True
     check_crcs: bool = True

@@ -68,6 +68,9 @@ class BrokerConfig:
     #: the windows the throttled rates are measured over
     replication_quota_window_num: int = 11
     replication_quota_window_size_seconds: int = 1
+    #: KIP-392: ``org.apache.kafka.common.replica.RackAwareReplicaSelector`` sends consumers that give
+    #: their ``client.rack`` to an in-sync replica in their rack; unset, they read from the leader
+    replica_selector_class: str | None = None
     #: on SIGTERM, hand every leadership over to an in-sync follower that has the whole log first
     controlled_shutdown_enable: bool = True
     #: how long a controlled shutdown may wait for followers to catch up before it stops anyway
@@ -503,6 +506,10 @@ def _load(args: argparse.Namespace, env: Mapping[str, str]) -> BrokerConfig:
     return config
 
 
+#: ``replica.selector.class`` values: none (the leader serves every consumer), or Kafka's rack-aware one
+REPLICA_SELECTORS = (None, "", "org.apache.kafka.common.replica.RackAwareReplicaSelector")
+
+
 def validate(config: BrokerConfig) -> None:
     """Cross-checks of values (the broker-level ``log.*`` defaults are topic configs too)."""
     from broker.config.dynamic import broker_log_defaults
@@ -519,6 +526,9 @@ def validate(config: BrokerConfig) -> None:
         raise ConfigError("transaction.state.log.num.partitions must be at least 1")
     if config.transaction_max_timeout_ms < 1:
         raise ConfigError("transaction.max.timeout.ms must be at least 1")
+    if config.replica_selector_class not in REPLICA_SELECTORS:
+        raise ConfigError(f"replica.selector.class: unknown selector {config.replica_selector_class!r} "
+                          f"(known: {', '.join(s for s in REPLICA_SELECTORS if s)})")
     if config.broker_session_timeout_ms < 3:
         raise ConfigError("broker.session.timeout.ms must be at least 3")
     if config.etcd_request_timeout_ms is not None and not \

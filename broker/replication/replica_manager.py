@@ -11,7 +11,10 @@ handed to the replica fetchers, leaders serve Produce, Fetch and ListOffsets.
   purgatory until the high watermark passes the batch (or the ISR shrank below
   the minimum meanwhile: NOT_ENOUGH_REPLICAS_AFTER_APPEND; or the leadership
   moved: NOT_LEADER_OR_FOLLOWER; or ``timeout_ms``: REQUEST_TIMED_OUT).
-* **Fetch** from consumers reads up to the high watermark; from followers
+* **Fetch** from consumers reads up to the high watermark (KIP-392: with ``replica.selector.class``
+  the leader may send a consumer in another rack to an in-sync replica in its own —
+  ``preferred_read_replica`` — and followers serve consumers that send client metadata, up to
+  the high watermark they know); from followers
   (``replica_id`` / ``replica_state``) up to the log end, after checking their
   leader epoch and last fetched epoch (``diverging_epoch``), and records their
   progress — which may move the high watermark and grow the ISR.  Record data
@@ -132,7 +135,8 @@ class DelayedFetch(DelayedOperation):
 
     def try_complete(self) -> bool:
         isolation = self.request.get("isolation_level", 0) or 0
-        if self.manager.available_bytes(self.parts, self.replica_id, isolation) >= self.min_bytes:
+        client = self.manager.client_metadata(self.version, self.request, self.replica_id)
+        if self.manager.available_bytes(self.parts, self.replica_id, isolation, client) >= self.min_bytes:
             return self.force_complete()
         return False
 
@@ -220,6 +224,8 @@ class ReplicaManager:
         self.metadata = metadata
         self.image: MetadataImage = metadata.image
         self.fetchers = fetchers
+        # a follower's new records (and high watermark) answer the consumer fetches parked on it (KIP-392)
+        fetchers.on_follower_progress = lambda p: self.fetch_purgatory.check_and_complete((p.topic, p.partition))
         self.partitions: dict[TopicPartition, Partition] = {}
         self._listeners: list[LeadershipListener] = []
         clock = lambda: int(timer.now_ms())  # noqa: E731
@@ -830,11 +836,16 @@ class ReplicaManager:
                     total += rec.size
         return total
 
-    def _fetchable(self, fp: _FetchPartition, replica_id: int) -> tuple[Partition | None, int]:
-        """The partition to read and the error to answer instead (NONE when readable)."""
+    def _fetchable(self, fp: _FetchPartition, replica_id: int,
+                   from_follower: bool = False) -> tuple[Partition | None, int]:
+        """The partition to read and the error to answer instead (NONE when readable).
+        ``from_follower``: a consumer that sent client metadata (Fetch v11+) may read a follower
+        (KIP-392), up to the high watermark the follower knows."""
         if fp.name is None:
             return None, E.UNKNOWN_TOPIC_ID
         p = self.partitions.get((fp.name, fp.partition))
+        if p is not None and from_follower and replica_id < 0 and not p.is_leader and p.leader >= 0:
+            return p, p.check_leader_epoch(fp.current_leader_epoch)
         if p is None or not p.is_leader:
             timg = self.image.topic(fp.name)
             if timg is None or not 0 <= fp.partition < timg.partition_count:
@@ -843,12 +854,17 @@ class ReplicaManager:
         code = p.check_leader_epoch(fp.current_leader_epoch)
         return p, code
 
-    def available_bytes(self, parts: list[_FetchPartition], replica_id: int, isolation: int = 0) -> int:
-        """Bytes a fetch would return now (errors and divergence count as 'ready': answered at once)."""
+    def available_bytes(self, parts: list[_FetchPartition], replica_id: int, isolation: int = 0,
+                        client: tuple[str, bool] | None = None) -> int:
+        """Bytes a fetch would return now (errors, divergence and a preferred read replica elsewhere
+        count as 'ready': answered at once).  ``client``: a consumer's rack and whether it sent client
+        metadata (Fetch v11+)."""
         total = 0
         for fp in parts:
-            p, code = self._fetchable(fp, replica_id)
+            p, code = self._fetchable(fp, replica_id, client is not None and client[1])
             if p is None or code != E.NONE:
+                return 1 << 30
+            if client is not None and self._preferred_read_replica(p, fp.fetch_offset, client[0]) != self.local_id:
                 return 1 << 30
             plog = p.log
             if fp.fetch_offset < plog.log_start_offset or fp.fetch_offset > plog.log_end_offset:
@@ -864,6 +880,35 @@ class ReplicaManager:
                 except LogError:
                     return 1 << 30
         return total
+
+    def client_metadata(self, version: int, req: Obj, replica_id: int) -> tuple[str, bool] | None:
+        """A consumer's rack and that it sent client metadata (Fetch v11+), which lets it read from
+        followers; None for followers and older consumers (leader only)."""
+        if replica_id >= 0 or version < 11:
+            return None
+        return req.get("rack_id") or "", True
+
+    def _preferred_read_replica(self, p: Partition, fetch_offset: int, rack: str) -> int:
+        """Where a consumer in ``rack`` should read ``p`` (Kafka's ``RackAwareReplicaSelector`` when
+        ``replica.selector.class`` names it): this broker unless it leads ``p`` and the leader is in
+        another rack while an in-sync replica in the consumer's rack has the offset — then the most
+        caught-up of those.  A follower always serves what it is asked (it was chosen)."""
+        if not p.is_leader or not rack or not self.config.replica_selector_class:
+            return self.local_id
+        image = self.image
+        leader_rack = image.brokers[self.local_id].rack if self.local_id in image.brokers else None
+        if leader_rack == rack:
+            return self.local_id
+        best, best_end = self.local_id, -1
+        for r in p.isr:
+            state = p.followers.get(r)
+            reg = image.brokers.get(r)
+            if (r == self.local_id or state is None or reg is None or reg.rack != rack
+                    or not p.log.log_start_offset <= fetch_offset <= state.log_end_offset):
+                continue
+            if state.log_end_offset > best_end:
+                best, best_end = r, state.log_end_offset
+        return best
 
     def _held_back(self, p: Partition, replica_id: int) -> bool:
         """A follower's fetch of a throttled partition while the leader's quota is exceeded and the
@@ -890,6 +935,7 @@ class ReplicaManager:
         elsewhere are named with their address on ``listener`` (the one the client came in on)."""
         remaining = max(0, min(req.max_bytes, self.config.fetch_max_bytes))
         isolation = req.get("isolation_level", 0) or 0
+        client = self.client_metadata(version, req, replica_id)
         min_one = True
         urgent = False
         topics: list[dict[str, Any]] = []
@@ -905,7 +951,7 @@ class ReplicaManager:
                                      "last_stable_offset": -1, "log_start_offset": -1,
                                      "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             tentry["partitions"].append(entry)
-            p, code = self._fetchable(fp, replica_id)
+            p, code = self._fetchable(fp, replica_id, client is not None and client[1])
             if code == E.UNKNOWN_TOPIC_OR_PARTITION and version >= 13:
                 code = E.UNKNOWN_TOPIC_ID
             if code != E.NONE or p is None:
@@ -929,6 +975,12 @@ class ReplicaManager:
                     continue
                 if self._held_back(p, replica_id):
                     continue  # throttled: no data this time (the follower's fetch waits in purgatory)
+            elif client is not None:
+                preferred = self._preferred_read_replica(p, fp.fetch_offset, client[0])
+                if preferred != self.local_id:
+                    entry["preferred_read_replica"] = preferred  # KIP-392: read there, nothing here
+                    urgent = True
+                    continue
             limit_offset = self._fetch_limit(plog, replica_id, isolation)
             try:
                 result = plog.read(fp.fetch_offset, min(fp.max_bytes, remaining), min_one, max_offset=limit_offset)

@@ -421,12 +421,14 @@ class KBrokerCluster:
 
     ``settings`` are passed to every broker as ``--set key=value``; by default the
     offsets and transaction state topics are replicated to ``min(3, size)`` brokers.
-    ``etcd_members`` > 1 runs an :class:`EtcdCluster` of that many members instead of one etcd.
+    ``etcd_members`` > 1 runs an :class:`EtcdCluster` of that many members instead of one etcd;
+    ``per_broker`` adds settings of single brokers (``{1: {"broker.rack": "a"}}``).
     """
 
     def __init__(self, size: int, directory: str | os.PathLike[str], *, settings: dict[str, Any] | None = None,
                  cluster_id: str = "kbroker", etcd: EtcdServer | EtcdCluster | None = None,
-                 listeners: Sequence[str] | None = None, etcd_members: int = 1) -> None:
+                 listeners: Sequence[str] | None = None, etcd_members: int = 1,
+                 per_broker: dict[int, dict[str, Any]] | None = None) -> None:
         self.size = size
         self.directory = Path(directory)
         self.cluster_id = cluster_id
@@ -438,7 +440,7 @@ class KBrokerCluster:
         self.listeners = listeners
         self.brokers: dict[int, BrokerProcess] = {}
         for node in range(1, size + 1):
-            self.brokers[node] = self._broker(node)
+            self.brokers[node] = self._broker(node, (per_broker or {}).get(node))
 
     def _broker(self, node: int, settings: dict[str, Any] | None = None) -> BrokerProcess:
         args = ["--node-id", str(node), "--cluster", self.etcd.url, "--set", f"cluster.id={self.cluster_id}"]

@@ -106,6 +106,7 @@ class ProducerConfig(CommonConfig):
     key_serializer: Callable[[Any], bytes] | None = None
     value_serializer: Callable[[Any], bytes] | None = None
     transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
 
     def validate(self) -> None:
         super().validate()
@@ -124,8 +125,16 @@ class ProducerConfig(CommonConfig):
                 raise ConfigError("enable_idempotence requires acks='all'")
             if not 1 <= self.max_in_flight_requests_per_connection <= 5:
                 raise ConfigError("enable_idempotence requires max_in_flight_requests_per_connection <= 5")
+        if self.transaction_timeout_ms <= 0:
+            raise ConfigError("transaction_timeout_ms must be > 0")
         if self.transactional_id is not None:
-            raise ConfigError("transactions are not supported")
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise ConfigError("transactional_id must be a non-empty string")
+            if self.acks != -1:
+                raise ConfigError("transactional_id requires acks='all'")
+            if not 1 <= self.max_in_flight_requests_per_connection <= 5:
+                raise ConfigError("transactional_id requires max_in_flight_requests_per_connection <= 5")
+            self.enable_idempotence = True  # a transactional producer is idempotent
 
     @property
     def compression(self) -> int:

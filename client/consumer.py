@@ -34,8 +34,9 @@ from client.errors import (
 )
 from client.fetcher import Fetcher, RecordSet
 from client.net import NetworkClient
-from client.offsets import EARLIEST, LATEST, commit, fetch_committed, list_offsets
+from client.offsets import EARLIEST, LATEST, commit, fetch_committed, list_offsets, normalize_offsets
 from client.types import (
+    ConsumerGroupMetadata,
     ConsumerRebalanceListener,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -438,12 +439,12 @@ class Consumer:
             if offsets is None:
                 await self._commit_positions(self._assignment)
             else:
-                await self._commit(_normalize_offsets(offsets))
+                await self._commit(normalize_offsets(offsets))
 
     def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> asyncio.Task[None]:
         """Start a commit and return its task (errors surface when the task is awaited)."""
         self._check()
-        snapshot = (_normalize_offsets(offsets) if offsets is not None
+        snapshot = (normalize_offsets(offsets) if offsets is not None
                     else {tp: OffsetAndMetadata(p, "") for tp, p in self._positions.items()
                           if p is not None and tp in self._assignment})
         return asyncio.get_running_loop().create_task(self._commit(snapshot))
@@ -508,6 +509,16 @@ class Consumer:
             await self._commit_positions(self._assignment)
         except KafkaError as exc:
             log.debug("auto-commit failed: %s", exc)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's identity in its group, for ``Producer.send_offsets_to_transaction``: the group
+        id, the generation (the member epoch with ``group_protocol="consumer"``), the member id and the
+        ``group_instance_id`` (KIP-447: the group refuses offsets of a member that is no longer in it)."""
+        if self.config.group_id is None:
+            raise IllegalStateError("group_metadata() needs group_id")
+        generation, member_id = (self._coordinator.commit_identity() if self._coordinator is not None
+                                 else (-1, ""))
+        return ConsumerGroupMetadata(self.config.group_id, generation, member_id, self.config.group_instance_id)
 
     async def committed(self, tp: TopicPartition) -> int | None:
         om = (await self.committed_offsets([tp])).get(tp)
@@ -611,17 +622,6 @@ class Consumer:
             return set(await net.wait_for_partitions(topic, self.config.request_timeout_ms))
         except KafkaError:
             return None
-
-
-def _normalize_offsets(offsets: Mapping[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
-    out: dict[TopicPartition, OffsetAndMetadata] = {}
-    for tp, v in offsets.items():
-        tp = TopicPartition(*tp)
-        if isinstance(v, int):
-            out[tp] = OffsetAndMetadata(v, "")
-        else:
-            out[tp] = OffsetAndMetadata(int(v[0]), v[1] if len(v) > 1 and v[1] is not None else "")
-    return out
 
 
 async def _maybe_await(value: Any) -> None:

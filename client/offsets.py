@@ -122,3 +122,16 @@ async def commit(net: NetworkClient, node: int, group_id: str, offsets: Mapping[
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
     resp = await net.send(node, ApiKey.OFFSET_COMMIT, body)
     return {TopicPartition(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+
+
+def normalize_offsets(offsets: Mapping[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Offsets as callers give them (an int, ``OffsetAndMetadata`` or ``(offset, metadata)`` per
+    partition; partitions as ``TopicPartition`` or ``(topic, partition)``) as ``OffsetAndMetadata``."""
+    out: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, v in offsets.items():
+        tp = TopicPartition(*tp)
+        if isinstance(v, int):
+            out[tp] = OffsetAndMetadata(v, "")
+        else:
+            out[tp] = OffsetAndMetadata(int(v[0]), v[1] if len(v) > 1 and v[1] is not None else "")
+    return out

@@ -27,6 +27,7 @@ COMPRESSION_CODECS: dict[str | None, int] = {
 }
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 OFFSET_RESETS = ("earliest", "latest", "none")
+GROUP_PROTOCOLS = ("classic", "consumer")
 
 
 def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
@@ -164,6 +165,10 @@ class ConsumerConfig(CommonConfig):
     key_deserializer: Callable[[bytes | None], Any] | None = None
     value_deserializer: Callable[[bytes | None], Any] | None = None
     metadata_refresh_on_subscribe: bool = True
+    #: "classic" (JoinGroup/SyncGroup/Heartbeat) or "consumer" (KIP-848: ConsumerGroupHeartbeat)
+    group_protocol: str = "classic"
+    #: KIP-848 only: the server-side assignor to ask for ("uniform", "range"; None: the broker's default)
+    group_remote_assignor: str | None = None
 
     def validate(self) -> None:
         super().validate()
@@ -187,6 +192,13 @@ class ConsumerConfig(CommonConfig):
             raise ConfigError("partition_assignment_strategy is empty")
         if self.rebalance_timeout_ms is None:
             self.rebalance_timeout_ms = self.max_poll_interval_ms
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigError(f"group_protocol must be one of {GROUP_PROTOCOLS}, not {self.group_protocol!r}")
+        if self.group_remote_assignor is not None:
+            if self.group_protocol != "consumer":
+                raise ConfigError('group_remote_assignor needs group_protocol="consumer"')
+            if not isinstance(self.group_remote_assignor, str) or not self.group_remote_assignor:
+                raise ConfigError("group_remote_assignor must be a server-side assignor name")
 
     @property
     def isolation(self) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 
 from client.cluster import ClusterMetadata
 from client.config import ConsumerConfig, build_config
-from client.coordinator import GroupCoordinator, find_coordinator, is_group_error
+from client.coordinator import ConsumerGroupCoordinator, GroupCoordinator, find_coordinator, is_group_error
 from client.errors import (
     CommitFailedError,
     ConcurrentAccessError,
@@ -61,13 +61,15 @@ class Consumer:
         self._listener = listener or ConsumerRebalanceListener()
         self._subscription: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        #: group_protocol="consumer": the subscription's regular expression, evaluated by the broker
+        self._regex: str | None = None
         self._user_assignment: set[TopicPartition] | None = None
         self._assignment: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int | None] = {}
         self._net: NetworkClient | None = None
         self._timers: WheelTimer | None = None
         self._fetcher: Fetcher | None = None
-        self._coordinator: GroupCoordinator | None = None
+        self._coordinator: GroupCoordinator | ConsumerGroupCoordinator | None = None
         self._auto_commit_timer: Any = None
         self._loop_thread: int | None = None
         self._owner: tuple[int, Any] | None = None
@@ -96,8 +98,8 @@ class Consumer:
         self._net.add_listener(self._on_metadata)
         self._started = True
         if self.config.group_id is not None:
-            self._coordinator = GroupCoordinator(self._net, self.config, on_revoke=self._revoke,
-                                                 on_assign=self._assign)
+            edge = ConsumerGroupCoordinator if self.config.group_protocol == "consumer" else GroupCoordinator
+            self._coordinator = edge(self._net, self.config, on_revoke=self._revoke, on_assign=self._assign)
             self._coordinator.start()
             if self.config.enable_auto_commit:
                 self._schedule_auto_commit()
@@ -167,6 +169,19 @@ class Consumer:
                 raise IllegalStateError("already using assign(); call unsubscribe() first")
             if listener is not None:
                 self._listener = listener
+            assert self._coordinator is not None
+            if isinstance(self._coordinator, ConsumerGroupCoordinator):
+                # KIP-848: topic names, or a regular expression (RE2/J, as Kafka) the broker evaluates
+                self._pattern = None
+                self._regex = pattern
+                self._subscription = set() if pattern is not None else set(topics)
+                if pattern is not None:
+                    net.set_topics(None)
+                else:
+                    net.add_topics(self._subscription)
+                net.spawn(self._refresh_quietly())
+                self._coordinator.subscribe(self._subscription, pattern)
+                return
             if pattern is not None:
                 self._pattern = re.compile(pattern)
                 net.set_topics(None)
@@ -188,11 +203,15 @@ class Consumer:
             self._assignment = set()
             self._subscription = set()
             self._pattern = None
+            self._regex = None
             self._user_assignment = None
             if self._coordinator is not None:
                 self._coordinator.subscribe(set())
 
     def subscription(self) -> set[str]:
+        """The subscribed topics (with a broker-side regular expression: the topics assigned)."""
+        if self._regex is not None:
+            return {tp.topic for tp in self._assignment}
         return set(self._subscription)
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
@@ -232,6 +251,9 @@ class Consumer:
         coord = self._coordinator
         if coord is None or self._user_assignment is not None:
             return
+        if isinstance(coord, ConsumerGroupCoordinator):
+            coord.on_metadata()  # the broker follows topics and partitions; ids may be nameable now
+            return
         if self._pattern is not None:
             matched = new.matching(self._pattern)
             if matched != self._subscription:
@@ -246,7 +268,7 @@ class Consumer:
     # -- rebalance callbacks ---------------------------------------------------------------------
 
     async def _revoke(self, partitions: set[TopicPartition], lost: bool) -> None:
-        if not lost and self.config.enable_auto_commit:
+        if not lost and self.config.enable_auto_commit and not self._closed:  # close() committed already
             try:
                 await self._commit_positions(partitions & self._assignment)
             except KafkaError as exc:
@@ -475,6 +497,10 @@ class Consumer:
             if not bad:
                 return
             code = next(iter(bad.values()))
+            if code == ErrorCode.STALE_MEMBER_EPOCH:  # KIP-848: the member epoch moved on; retry with the new one
+                last = KafkaError(code, "OffsetCommit")
+                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+                continue
             if is_group_error(code):
                 coord.on_commit_error(code)
                 if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
@@ -612,7 +638,7 @@ class Consumer:
         net, _ = self._check()
         net.set_topics(None)
         md = await net.refresh_metadata()
-        if self._pattern is None:
+        if self._pattern is None and self._regex is None:
             net.set_topics(self._subscription | {tp.topic for tp in self._assignment})
         return {t for t, i in md.topics.items() if not (i.is_internal and self.config.exclude_internal_topics)}
 

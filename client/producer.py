@@ -397,7 +397,7 @@ class Producer:
     async def transaction(self) -> AsyncIterator[Producer]:
         """``async with producer.transaction():`` — begin; commit when the block ends, abort when it
         raises (the exception propagates).  A commit that fails with an abortable error is aborted and
-        the error raised."""
+        the error raised; one whose answer is late (retriable) is asked again, three times in all."""
         await self.begin_transaction()
         try:
             yield self
@@ -407,12 +407,15 @@ class Producer:
                 with contextlib.suppress(KafkaError):
                     await self.abort_transaction()
             raise
-        try:
-            await self.commit_transaction()
-        except TransactionError as exc:
-            if exc.abortable:
-                await self.abort_transaction()
-            raise
+        for attempt in range(3):
+            try:
+                await self.commit_transaction()
+                return
+            except TransactionError as exc:
+                if exc.abortable:
+                    await self.abort_transaction()
+                if not exc.retriable or attempt == 2:
+                    raise
 
     # -- sender ----------------------------------------------------------------------------------
 

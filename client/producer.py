@@ -60,6 +60,10 @@ from protocol.timer_service import WheelTimer
 log = logging.getLogger(__name__)
 
 Headers = Sequence[tuple[str, bytes | None]] | None
+#: first retry backoff of a transaction's batch its partition leader could not add to the transaction
+#: yet, doubling up to ``retry_backoff_ms`` (Kafka waits 20 ms for AddPartitionsToTxn answered
+#: CONCURRENT_TRANSACTIONS)
+TXN_ADD_RETRY_BACKOFF_MS = 5
 
 
 class Producer:
@@ -598,8 +602,13 @@ class Producer:
                 or now - batch.created_ms > self.config.delivery_timeout_ms):
             self._fail(batch, exc)
             return
+        backoff = self.config.retry_backoff_ms
+        if self._txn is not None and exc.code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_ENOUGH_REPLICAS):
+            # the partition's leader could not add it to the transaction yet (KIP-890: the previous
+            # transaction's markers are still being written); that clears in milliseconds
+            backoff = min(backoff, TXN_ADD_RETRY_BACKOFF_MS << min(max(batch.attempts - 1, 0), 8))
         self._acc.in_flight.discard(batch.tp)
-        self._acc.requeue(batch, now + self.config.retry_backoff_ms)
+        self._acc.requeue(batch, now + backoff)
 
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._acc.complete(batch)

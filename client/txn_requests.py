@@ -4,8 +4,9 @@ Owns the transaction coordinator of the producer's transactional id (FindCoordin
 looked up again on NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE and lost connections), the group
 coordinators TxnOffsetCommit goes to, and the retry loop every transactional call runs in:
 InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn are sent, their answers
-fed to the machine, and retried after ``retry_backoff_ms`` while it says so, until ``max_block_ms`` has
-passed (then :class:`~client.errors.RetriableTransactionError`: calling again continues).
+fed to the machine, and retried while it says so (after 20 ms, doubling up to ``retry_backoff_ms``), until
+``max_block_ms`` has passed (then :class:`~client.errors.RetriableTransactionError`: calling again
+continues).
 
 Transaction version 1 requests stay below the versions that mean version 2 to a broker (EndTxn v4,
 TxnOffsetCommit v4, AddPartitionsToTxn v3; the producer caps Produce at v11).
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 #: the newest versions of transaction version 1 (the next ones mean version 2 to a broker)
 TV1_MAX = {ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4, ApiKey.PRODUCE: 11}
 ADD_PARTITIONS_CLIENT_MAX = 3  # v4+ is for brokers
+FIRST_RETRY_BACKOFF_MS = 20
 
 
 class TransactionRequests:
@@ -78,7 +80,9 @@ class TransactionRequests:
                    group: str | None = None) -> None:
         """Send (to the transaction coordinator, or ``group``'s) until the machine is done with it."""
         deadline = self.net.timers.now_ms() + self.config.max_block_ms
-        backoff = self.config.retry_backoff_ms / 1000
+        # CONCURRENT_TRANSACTIONS (the previous transaction's markers are being written) clears in
+        # milliseconds: the first retry comes soon (as Kafka's 20 ms), later ones back off to retry_backoff_ms
+        backoff_ms = min(FIRST_RETRY_BACKOFF_MS, self.config.retry_backoff_ms)
         while True:
             try:
                 node = await (self._group_coordinator(group) if group is not None else self._coordinator())
@@ -103,10 +107,11 @@ class TransactionRequests:
                     self._group_coordinators.pop(group, None)
                 else:
                     self.coordinator = None
-            if self.net.timers.now_ms() + self.config.retry_backoff_ms > deadline:
+            if self.net.timers.now_ms() + backoff_ms > deadline:
                 raise RetriableTransactionError(f"{what} did not complete within max_block_ms="
                                                 f"{self.config.max_block_ms}; call it again")
-            await asyncio.sleep(backoff)
+            await asyncio.sleep(backoff_ms / 1000)
+            backoff_ms = min(backoff_ms * 2, self.config.retry_backoff_ms)
 
     # -- requests ----------------------------------------------------------------------------------
 

@@ -363,7 +363,8 @@ def spark_section(bs: str, rows: int, repeats: int) -> None:
     import spark_jobs
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+             .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     spark_jobs.register(spark)
     df = spark.range(0, rows, 1, 2).selectExpr("cast(id as string) key", "repeat('x', 100) value").cache()

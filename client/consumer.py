@@ -3,7 +3,10 @@
 Owns application positions (next offset handed to the caller), the subscription state,
 offset resets (``auto_offset_reset``), commits (explicit, on revoke, periodic auto-commit on
 the timing wheel) and the rebalance listener.  Fetching is :mod:`client.fetcher`, group
-membership :mod:`client.coordinator`, the wire :mod:`client.net`.
+membership :mod:`client.coordinator` — the classic protocol (``group_protocol="classic"``, the
+default) or KIP-848 (``group_protocol="consumer"``: the broker assigns, ``pattern`` is a regular
+expression the broker evaluates) —, the wire :mod:`client.net`.  :meth:`Consumer.group_metadata`
+is what a transactional producer sends with the consumer's offsets.
 
 A consumer belongs to one task at a time: using it from another thread, or from a second task
 while a call is in progress, raises :class:`~client.errors.ConcurrentAccessError`.

@@ -11,6 +11,13 @@ retry deadline.  A tight ``enqueue`` loop yields two event-loop turns per full b
 are handled while it runs.  Retriable errors requeue the batch (same encoded bytes, same sequence
 numbers) after ``retry_backoff_ms`` until ``delivery_timeout_ms``.  With ``enable_idempotence`` an InitProducerId gives the producer id
 and epoch, and each partition's batches carry consecutive sequence numbers.
+
+With ``transactional_id`` the producer is transactional (:mod:`client.transactions` is its state,
+:mod:`client.txn_requests` its requests): ``begin_transaction``, ``send_offsets_to_transaction``,
+``commit_transaction``, ``abort_transaction``, ``transaction()``, and ``prepare_transaction`` for a
+two-phase commit.  A batch waits until its partition is in the transaction (AddPartitionsToTxn, or the
+Produce itself with transaction version 2); a batch that fails for good makes the transaction abortable
+and fails the batches not sent yet.
 """
 
 from __future__ import annotations

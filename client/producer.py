@@ -326,12 +326,11 @@ class Producer:
             while txn.new and txn.state is TxnState.IN_TRANSACTION:
                 await requests.add_partitions()
                 self._kick()
-        except TransactionError as exc:
-            self._abort_unsent(exc)
-        except Exception as exc:  # a lost coordinator past max_block_ms and the like
-            log.warning("AddPartitionsToTxn failed: %s", exc)
-            txn.on_batch_failed(exc)
-            self._abort_unsent(exc)
+        except Exception as exc:
+            if txn.error is None:  # no coordinator within max_block_ms and the like: the batches are lost
+                log.warning("AddPartitionsToTxn failed: %s", exc)
+                txn.on_batch_failed(exc)
+            self._abort_unsent(txn.error or exc)
         finally:
             self._kick()
 
@@ -379,6 +378,8 @@ class Producer:
         :class:`~client.errors.TransactionAbortedError`, the ones written are never shown to
         ``read_committed`` consumers, offsets sent to it are not committed."""
         txn, requests = self._transactional()
+        with contextlib.suppress(Exception):
+            await self._partitions_added()  # an AddPartitionsToTxn in flight decides whether EndTxn is due
         if txn.begin_abort():
             self._abort_unsent(TransactionAbortedError("abort_transaction() was called"))
             await self.flush()  # what is in flight completes before the abort is decided

@@ -70,7 +70,7 @@ Headers = Sequence[tuple[str, bytes | None]] | None
 #: first retry backoff of a transaction's batch its partition leader could not add to the transaction
 #: yet, doubling up to ``retry_backoff_ms`` (Kafka waits 20 ms for AddPartitionsToTxn answered
 #: CONCURRENT_TRANSACTIONS)
-TXN_ADD_RETRY_BACKOFF_MS = 5
+TXN_ADD_RETRY_BACKOFF_MS = 2
 
 
 class Producer:
@@ -378,15 +378,16 @@ class Producer:
         :class:`~client.errors.TransactionAbortedError`, the ones written are never shown to
         ``read_committed`` consumers, offsets sent to it are not committed."""
         txn, requests = self._transactional()
-        with contextlib.suppress(Exception):
-            await self._partitions_added()  # an AddPartitionsToTxn in flight decides whether EndTxn is due
-        if txn.begin_abort():
-            self._abort_unsent(TransactionAbortedError("abort_transaction() was called"))
-            await self.flush()  # what is in flight completes before the abort is decided
-            await self._partitions_added()
-            await requests.end_txn(False)
-        else:
-            self._abort_unsent(TransactionAbortedError("abort_transaction() was called"))
+        if not txn.needs_epoch_bump:  # else an earlier abort ended the transaction; its epoch bump timed out
+            with contextlib.suppress(Exception):
+                await self._partitions_added()  # an AddPartitionsToTxn in flight decides whether EndTxn is due
+            if txn.begin_abort():
+                self._abort_unsent(TransactionAbortedError("abort_transaction() was called"))
+                await self.flush()  # what is in flight completes before the abort is decided
+                await self._partitions_added()
+                await requests.end_txn(False)
+            else:
+                self._abort_unsent(TransactionAbortedError("abort_transaction() was called"))
         if txn.needs_epoch_bump:  # transaction version 1: a new epoch (KIP-360) after an abortable error
             await requests.init_producer_id()
         self._sync_producer()

@@ -165,6 +165,8 @@ class TransactionManager:
 
     def begin(self) -> None:
         self._raise_error()
+        if self.needs_epoch_bump:
+            raise IllegalStateError("the last abort's epoch bump did not complete: call abort_transaction() again")
         if self.state is not TxnState.READY:
             raise IllegalStateError(f"cannot begin a transaction in state {self.state.value}")
         self.state = TxnState.IN_TRANSACTION

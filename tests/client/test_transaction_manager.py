@@ -113,6 +113,8 @@ def test_a_failed_batch_makes_the_transaction_abortable_and_version_1_bumps_the_
     assert m.begin_abort() is True
     assert m.on_end_txn(E.NONE) is Next.DONE
     assert m.needs_epoch_bump
+    with pytest.raises(IllegalStateError, match="abort_transaction"):  # the bump must happen first
+        m.begin()
     assert m.init_request() == {"transactional_id": "tx", "transaction_timeout_ms": 60000, "producer_id": 7,
                                 "producer_epoch": 3}
     assert m.on_init_producer_id(E.NONE, 7, 4) is Next.DONE

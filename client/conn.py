@@ -127,6 +127,8 @@ class Connection(asyncio.BufferedProtocol):
         self.on_close = on_close
         self.versions: dict[int, int] = {}
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        #: the broker's finalized features (ApiVersions v3+): name -> max version level
+        self.features: dict[str, int] = {}
         self._transport: asyncio.Transport | None = None
         # responses are the broker's answers to our own requests: a frame gets its whole buffer at once
         self._receiver = FrameReceiver(initial_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
@@ -202,6 +204,7 @@ class Connection(asyncio.BufferedProtocol):
                 raise KafkaError(resp.error_code, "ApiVersions")
             self.broker_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             self.versions = negotiate_versions(self.broker_versions)
+            self.features = {f.name: f.max_version_level for f in resp.get("finalized_features") or ()}
             return
         raise UnsupportedVersionError("ApiVersions negotiation failed")
 

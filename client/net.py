@@ -207,10 +207,13 @@ class NetworkClient:
 
     async def send(self, node_id: int, api_key: int, body: dict[str, Any], *, kind: str = "normal",
                    timeout_ms: int | None = None, expect_response: bool = True,
-                   build: Callable[[int], dict[str, Any]] | None = None) -> Obj:
-        """Send to ``node_id``; ``build(version)`` (if given) makes a version-specific body."""
+                   build: Callable[[int], dict[str, Any]] | None = None, max_version: int | None = None) -> Obj:
+        """Send to ``node_id``; ``build(version)`` (if given) makes a version-specific body; ``max_version``
+        caps the version both sides speak."""
         conn = await self.connection(node_id, kind)
         version = conn.version(api_key)
+        if max_version is not None and version > max_version:
+            version = max_version
         if build is not None:
             body = build(version)
         return await conn.request(api_key, body, version=version, timeout_ms=timeout_ms,

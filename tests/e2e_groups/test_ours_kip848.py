@@ -318,7 +318,7 @@ def test_a_fenced_member_loses_its_partitions_and_rejoins(broker: BrokerProcess,
 def test_group_survives_its_coordinator_killed_in_a_cluster(tmp_path: Path, members: list[Member]) -> None:
     from peers import require_etcd
 
-    from broker.harness import KBrokerCluster
+    from broker.testing.harness import KBrokerCluster
 
     require_etcd()
     with KBrokerCluster(3, tmp_path / "cluster", settings=SETTINGS) as cluster:

@@ -24,8 +24,9 @@ naming the message, the key and the closest known field.  What strict encoding a
   one dict carrying both), and a decoded :class:`Obj` holds every field of every version.
   Refusing those would turn each version-agnostic builder into a branch per version without
   catching a wrong name;
-* nested structs are checked at every depth, in every element of an array, whether or not the
-  version being encoded carries them (a misspelling inside ``coordinators`` fails a v3 test too).
+* nested structs are checked at every depth, in every element of an array: every struct the
+  encoder walks at that version, and no other (what a version does not carry is never looked at,
+  by the encoder or by the check).
 """
 
 from __future__ import annotations
@@ -444,7 +445,7 @@ class Message:
         self.fields = fields
         self._parsers: dict[int, Any] = {}
         self._builders: dict[int, Any] = {}
-        self._shape: _Shape | None = None
+        self._shapes: dict[int, _Shape] = {}
         _messages.append(self)
 
     def __repr__(self) -> str:
@@ -480,15 +481,13 @@ class Message:
             self._builders[version] = self._strict_builder(version, build) if _strict else build
         return parse, self._builders[version]
 
-    def shape(self) -> _Shape:
-        """The field names of this message and its structs, at every version."""
-        if self._shape is None:
-            self._shape = _Shape(self.fields)
-        return self._shape
-
     def check_keys(self, version: int, obj: Any) -> None:
-        """Strict encoding's check: :class:`UnknownFieldError` for a key no version has a field for."""
-        self.shape().check(obj, self.name, f"{self.name} v{version}")
+        """Strict encoding's check: :class:`UnknownFieldError` for a key no version has a field for,
+        in ``obj`` and every struct the encoder walks at ``version``."""
+        shape = self._shapes.get(version)
+        if shape is None:
+            shape = self._shapes[version] = _Shape(self.fields, version)
+        shape.check(obj, self.name, f"{self.name} v{version}")
 
     def _strict_builder(self, version: int, build: Any) -> Any:
         check = self.check_keys
@@ -586,13 +585,15 @@ def build_uncompiled(message: Message, version: int, obj: Any) -> bytes:
 
 
 class _Shape:
-    """The field names of a message or struct at every version, and the shapes of its structs."""
+    """What strict encoding accepts in a message or struct: the names of its fields in every version;
+    and the shapes of its structs that ``version`` carries."""
 
     __slots__ = ("names", "structs")
 
-    def __init__(self, fields: tuple[Field, ...]) -> None:
+    def __init__(self, fields: tuple[Field, ...], version: int) -> None:
         self.names = frozenset(f.name for f in fields)
-        self.structs = tuple((f.name, f.is_array, _Shape(f.fields)) for f in fields if f.element == "struct")
+        self.structs = tuple((f.name, f.is_array, _Shape(f.fields, version)) for f in fields
+                             if f.element == "struct" and in_range(f.versions, version))
 
     def check(self, obj: Any, path: str, message: str) -> None:
         if not isinstance(obj, Mapping):

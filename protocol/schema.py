@@ -56,12 +56,13 @@ _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0
 
 MISSING: Any = object()
 
-#: ``KBROKER_STRICT_MESSAGES=1`` turns strict encoding on at import (the tests set it, so the
-#: brokers they start as processes are strict too); ``KBROKER_STRICT_MESSAGES_LOG`` names a file
+#: ``KB_STRICT_MESSAGES=1`` turns strict encoding on at import (the tests set it, so the
+#: brokers they start as processes are strict too); ``KB_STRICT_MESSAGES_LOG`` names a file
 #: each refusal is also appended to, one line each, so a refusal inside a broker is seen by the
-#: test that caused it even when the broker turned it into a closed connection.
-STRICT_ENV = "KBROKER_STRICT_MESSAGES"
-STRICT_LOG_ENV = "KBROKER_STRICT_MESSAGES_LOG"
+#: test that caused it even when the broker turned it into a closed connection.  (Not ``KBROKER_*``:
+#: those are the broker's settings, and a test broker starts without them.)
+STRICT_ENV = "KB_STRICT_MESSAGES"
+STRICT_LOG_ENV = "KB_STRICT_MESSAGES_LOG"
 _strict = os.environ.get(STRICT_ENV, "") not in ("", "0")
 _messages: list[Message] = []
 

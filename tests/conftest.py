@@ -9,7 +9,7 @@ version of its message has a field for raises :class:`~protocol.errors.UnknownFi
 being dropped.  It is on in this process and, through the environment, in every broker or client
 process a test starts; each refusal is also written to a log that the fixture below reads after
 every test, so a refusal a broker turned into a closed connection still fails the test that caused
-it.  (A test whose refusals are the point removes ``KBROKER_STRICT_MESSAGES_LOG`` from its
+it.  (A test whose refusals are the point removes ``KB_STRICT_MESSAGES_LOG`` from its
 environment.)
 """
 

@@ -602,7 +602,7 @@ class _Shape:
         names = self.names
         for key in obj:
             if key not in names:
-                close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.0)
+                close = difflib.get_close_matches(str(key), sorted(names), n=1, cutoff=0.0)
                 raise UnknownFieldError(_refused(
                     f"{message}: {path} has no field {key!r} in any version"
                     f" (closest known field: {close[0] if close else None!r})"))

@@ -93,3 +93,12 @@ def test_strict_from_the_environment_at_import() -> None:
         env.pop(schema.STRICT_LOG_ENV, None)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
         assert out.stdout.strip() == expected, out.stderr
+
+
+def test_off_the_encoder_is_the_compiled_function_itself(strict_off: None) -> None:
+    # production pays nothing for strict encoding: no wrapper, no check, no flag tested per message
+    HeartbeatRequest.encode(4, {"group_id": "g"})
+    assert HeartbeatRequest._builders[4].__name__.startswith("bstruct_")
+    schema.set_strict(True)
+    HeartbeatRequest.encode(4, {"group_id": "g"})
+    assert HeartbeatRequest._builders[4].__name__ == "strict_build"

@@ -48,6 +48,11 @@ from client.net import NetworkClient
 from client.types import TopicPartition
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.find_coordinator import FindCoordinatorRequestData
+from protocol.messages.heartbeat import HeartbeatRequestData
+from protocol.messages.join_group import JoinGroupRequestData
+from protocol.messages.leave_group import LeaveGroupRequestData
+from protocol.messages.sync_group import SyncGroupRequestData
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +67,7 @@ async def find_coordinator(net: NetworkClient, group_id: str, key_type: int = GR
     """Node id of ``group_id``'s coordinator (a transactional id's with ``key_type=TRANSACTION_KEY``),
     registered with the network client."""
 
-    def build(version: int) -> dict[str, Any]:
+    def build(version: int) -> FindCoordinatorRequestData:
         if version >= 4:
             return {"key_type": key_type, "coordinator_keys": [group_id]}
         return {"key": group_id, "key_type": key_type}
@@ -259,32 +264,35 @@ class GroupCoordinator(_GroupEdge):
         if node is None:
             return m.on_request_failed(action, now)
         if isinstance(action, SendJoinGroup):
-            body = {
+            rebalance_timeout_ms = self.config.rebalance_timeout_ms
+            assert rebalance_timeout_ms is not None  # ConsumerConfig defaults it to max_poll_interval_ms
+            join: JoinGroupRequestData = {
                 "group_id": self.group_id, "session_timeout_ms": self.config.session_timeout_ms,
-                "rebalance_timeout_ms": self.config.rebalance_timeout_ms, "member_id": action.member_id,
+                "rebalance_timeout_ms": rebalance_timeout_ms, "member_id": action.member_id,
                 "group_instance_id": self.config.group_instance_id, "protocol_type": "consumer",
                 "protocols": [{"name": n, "metadata": md} for n, md in action.protocols], "reason": action.reason,
             }
-            timeout = self.config.rebalance_timeout_ms + self.config.request_timeout_ms  # type: ignore[operator]
-            resp = await self.net.send(node, ApiKey.JOIN_GROUP, body, kind="group", timeout_ms=timeout)
+            timeout = rebalance_timeout_ms + self.config.request_timeout_ms
+            resp = await self.net.send(node, ApiKey.JOIN_GROUP, join, kind="group", timeout_ms=timeout)
             members = [(mm.member_id, mm.group_instance_id, mm.metadata) for mm in resp.members]
             return m.on_join_response(resp.error_code, self.now, member_id=resp.member_id,
                                       generation=resp.generation_id, protocol_name=resp.protocol_name,
                                       leader=resp.leader, members=members, skip_assignment=resp.skip_assignment)
         if isinstance(action, SendSyncGroup):
-            body = {
+            sync: SyncGroupRequestData = {
                 "group_id": self.group_id, "generation_id": action.generation, "member_id": action.member_id,
                 "group_instance_id": self.config.group_instance_id, "protocol_type": "consumer",
                 "protocol_name": action.protocol,
                 "assignments": [{"member_id": k, "assignment": v} for k, v in action.assignments.items()],
             }
             timeout = self.config.rebalance_timeout_ms + self.config.request_timeout_ms  # type: ignore[operator]
-            resp = await self.net.send(node, ApiKey.SYNC_GROUP, body, kind="group", timeout_ms=timeout)
+            resp = await self.net.send(node, ApiKey.SYNC_GROUP, sync, kind="group", timeout_ms=timeout)
             return m.on_sync_response(resp.error_code, self.now, resp.assignment)
         if isinstance(action, SendHeartbeat):
-            body = {"group_id": self.group_id, "generation_id": action.generation, "member_id": action.member_id,
-                    "group_instance_id": self.config.group_instance_id}
-            resp = await self.net.send(node, ApiKey.HEARTBEAT, body)
+            beat: HeartbeatRequestData = {"group_id": self.group_id, "generation_id": action.generation,
+                                          "member_id": action.member_id,
+                                          "group_instance_id": self.config.group_instance_id}
+            resp = await self.net.send(node, ApiKey.HEARTBEAT, beat)
             return m.on_heartbeat_response(resp.error_code, self.now)
         raise AssertionError(f"unexpected action {action!r}")
 
@@ -303,7 +311,7 @@ class GroupCoordinator(_GroupEdge):
         if node is None:
             return
 
-        def build(version: int) -> dict[str, Any]:
+        def build(version: int) -> LeaveGroupRequestData:
             if version >= 3:
                 return {"group_id": self.group_id,
                         "members": [{"member_id": action.member_id, "group_instance_id": None,

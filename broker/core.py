@@ -37,11 +37,14 @@ from broker.cluster.records import (
     partition_key,
     topic_key,
 )
-from broker.config.dynamic import DynamicBrokerConfig, broker_log_defaults
-from broker.config.settings import BrokerConfig
+from broker.config.dynamic import DynamicBrokerConfig
+from broker.config.loader import Check, load, validate
+from broker.config.settings import BrokerConfig, broker_log_defaults, split_list
+from broker.coordinator.group.assignors import ASSIGNORS
 from broker.log.cleaner import CleanerSettings
+from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure
-from broker.log.errors import KafkaStorageError, LogError
+from broker.log.errors import InvalidConfigError, KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.observability.metrics import BrokerMetrics, BrokerState
@@ -50,6 +53,7 @@ from broker.security.connection import ConnectionSecurity
 from broker.security.scram import CredentialStore, load_users_file
 from broker.security.setup import (
     advertised_endpoints,
+    check_security_settings,
     inter_broker_listener_name,
     inter_broker_security,
     new_authorizer,
@@ -66,12 +70,45 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbroker")
 
-__all__ = ["EXIT_CLUSTER_FAILURE", "EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults", "cleaner_settings"]
+__all__ = ["CONFIG_CHECKS", "EXIT_CLUSTER_FAILURE", "EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "check_config",
+           "cleaner_settings", "load_config"]
 
 EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
 #: 69: the broker stopped because it lost its place in the cluster (e.g. its node id was registered by
 #: another live broker while its own registration had lapsed)
 EXIT_CLUSTER_FAILURE = os.EX_UNAVAILABLE
+
+
+# -- the settings: checks of the packages above broker.config, and each component's own settings ----------
+
+def _check_topic_defaults(config: BrokerConfig) -> None:
+    """The broker-level defaults of topic configs (``log.retention.ms``, ...) are valid topic configs."""
+    try:
+        LogConfig.from_dict(None, broker_log_defaults(config))
+    except InvalidConfigError as exc:
+        raise ValueError(f"invalid log setting: {exc.detail}") from None
+
+
+def _check_assignors(config: BrokerConfig) -> None:
+    unknown = [n for n in split_list(config.group_consumer_assignors) if n not in ASSIGNORS]
+    if unknown:
+        raise ValueError(f"group.consumer.assignors: unknown assignor(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(ASSIGNORS)})")
+
+
+#: The cross-checks of the settings owned by the packages above :mod:`broker.config` (the configuration
+#: package sits below them and cannot run them itself): at start and on every dynamic change.
+CONFIG_CHECKS: tuple[Check, ...] = (_check_topic_defaults, check_security_settings, _check_assignors)
+
+
+def load_config(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> BrokerConfig:
+    """The configuration of ``python -m broker`` (:func:`broker.config.loader.load` with every check)."""
+    return load(argv, environ, checks=CONFIG_CHECKS)
+
+
+def check_config(config: BrokerConfig) -> None:
+    """Every check ``python -m broker`` makes of ``config`` (ConfigError naming the setting)."""
+    validate(config, CONFIG_CHECKS)
 
 
 def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
@@ -85,7 +122,7 @@ class BrokerCore:
     def __init__(self, config: BrokerConfig, *, kv: MetadataKV | None = None) -> None:
         self.config = config
         #: the dynamic broker configs over the static ones; applies them to ``config`` in place
-        self.dynamic = DynamicBrokerConfig(config, config)
+        self.dynamic = DynamicBrokerConfig(config, config, checks=CONFIG_CHECKS)
         self._kv_override = kv
         self.metrics = BrokerMetrics()
         self.faults = FaultInjector()
@@ -397,7 +434,8 @@ class BrokerCore:
 
     def _on_dynamic_configs(self, delta: Any, image: Any) -> None:
         """Dynamic broker configs changed in the image: update the live settings and what derives
-        from them (the logs' topic defaults, the cleaner's settings)."""
+        from them (the logs' topic defaults, the settings objects of the components that use a
+        dynamic setting: the cleaner's)."""
         node = self.config.node_id
         if not (delta.full or None in delta.broker_configs_changed or node in delta.broker_configs_changed):
             return

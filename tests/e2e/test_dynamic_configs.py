@@ -126,6 +126,29 @@ def test_topic_and_broker_configs_apply_at_once_and_survive_sigkill(broker: Brok
     assert (node.value, node.source, node.is_read_only) == ("3000", 3, False)
 
 
+def test_broker_configs_are_described_by_their_declarations(broker: BrokerProcess) -> None:
+    """DescribeConfigs v4 of a broker: each setting's type, whether it may change and (when asked) its
+    documentation come from its declaration."""
+    from broker.config.settings import SETTINGS
+
+    def entries(c: Any, include_documentation: bool) -> dict[str, Any]:
+        resp = c.request(ApiKey.DESCRIBE_CONFIGS, 4, {
+            "resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": include_documentation})
+        return {e.name: e for e in resp.results[0].configs}
+
+    with broker.raw() as c:
+        documented = entries(c, True)
+        plain = entries(c, False)
+    retention = documented["log.retention.ms"]
+    assert retention.documentation == SETTINGS["log.retention.ms"].plain_doc
+    assert (retention.config_type, retention.read_only) == (5, False)  # LONG, dynamic
+    assert (documented["log.cleanup.policy"].config_type, documented["port"].config_type) == (7, 3)  # LIST, INT
+    assert documented["port"].read_only and documented["port"].documentation
+    assert documented["broker.id"].documentation is None  # Kafka's name of node.id, not a setting here
+    assert set(plain) == set(documented) and all(e.documentation is None for e in plain.values())
+
+
 def test_retention_change_applies_to_a_live_topic(broker: BrokerProcess) -> None:
     bootstrap = broker.bootstrap_servers
     from confluent_kafka.admin import NewTopic

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.internal_topics import OFFSETS_TOPIC
-from broker.config.settings import consumer_group_assignors
+from broker.config.settings import split_list
 from broker.coordinator.group.config import GroupConfig
 from broker.coordinator.group.consumer_group import ConsumerGroupConfig, TopicCatalog, TopicView
 from broker.coordinator.group.coordinator import Effects, GroupCoordinator
@@ -143,7 +143,7 @@ class GroupService:
             consumer=ConsumerGroupConfig(
                 heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
                 session_timeout_ms=c.group_consumer_session_timeout_ms,
-                assignors=consumer_group_assignors(c), max_size=c.group_consumer_max_size),
+                assignors=split_list(c.group_consumer_assignors), max_size=c.group_consumer_max_size),
         )
 
     def _new_coordinator(self, partition: int, epoch: int) -> GroupCoordinator:

@@ -43,6 +43,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller import PartitionChange
@@ -67,7 +68,6 @@ from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
 
 if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
-    from broker.config.settings import BrokerConfig
     from broker.coordinator.txn.verifier import TxnVerifier
     from broker.log.manager import LogManager
     from broker.log.partition_log import AppendResult, PartitionLog, ReadResult
@@ -207,11 +207,25 @@ def produce_verification_error(code: int, produce_version: int) -> int:
     return code
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaSettings:
+    """What the replica manager reads of the broker settings (none of them dynamic)."""
+
+    #: ``replica.lag.time.max.ms``: a follower behind for this long leaves the ISR
+    lag_time_max_ms: int
+    #: ``fetch.purgatory.purge.interval.requests``
+    purge_interval_requests: int
+    #: ``fetch.max.bytes``: the most record data one Fetch response carries
+    fetch_max_bytes: int
+    #: ``message.max.decompressed.bytes``: the most a produced batch may inflate to when recompressed
+    max_decompressed_bytes: int
+
+
 class ReplicaManager:
-    def __init__(self, *, local_id: int, config: BrokerConfig, logs: LogManager, metrics: BrokerMetrics,
+    def __init__(self, *, local_id: int, settings: ReplicaSettings, logs: LogManager, metrics: BrokerMetrics,
                  timer: WheelTimer, metadata: MetadataService, fetchers: ReplicaFetcherManager) -> None:
         self.local_id = local_id
-        self.config = config
+        self.settings = settings
         self.logs = logs
         self.metrics = metrics
         self.timer = timer
@@ -221,7 +235,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self._listeners: list[LeadershipListener] = []
         clock = lambda: int(timer.now_ms())  # noqa: E731
-        purge = config.fetch_purgatory_purge_interval_requests
+        purge = settings.purge_interval_requests
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", schedule=timer.call_at_ms, clock=clock,
                                                          purge_interval=purge)
         self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock,
@@ -350,7 +364,7 @@ class ReplicaManager:
 
     # -- ISR maintenance -------------------------------------------------------------
     async def _isr_loop(self) -> None:
-        interval = max(0.05, self.config.replica_lag_time_max_ms / 2000)
+        interval = max(0.05, self.settings.lag_time_max_ms / 2000)
         while True:
             await asyncio.sleep(interval)
             now = _now_ms()
@@ -365,7 +379,7 @@ class ReplicaManager:
         if partition.handing_over:
             return  # the handover writes the partition's last record from here
         epochs = self._broker_epochs()
-        new_isr = partition.isr_change(now, self.config.replica_lag_time_max_ms, epochs)
+        new_isr = partition.isr_change(now, self.settings.lag_time_max_ms, epochs)
         if new_isr is None:
             return
         partition.pending_isr = new_isr
@@ -622,7 +636,7 @@ class ReplicaManager:
                 return self._produce_error(partition, E.MESSAGE_TOO_LARGE,
                                            f"The request included a message larger than the max message size "
                                            f"the server will accept ({config.max_message_bytes} bytes).")
-            inflate = self.config.message_max_decompressed_bytes
+            inflate = self.settings.max_decompressed_bytes
             batch = recompress_for_topic(records, header, config.compression_type, max_decompressed_size=inflate,
                                          level=compression_level(config, target_codec(config.compression_type)))
             check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
@@ -825,7 +839,7 @@ class ReplicaManager:
                    replica_id: int = -1, listener: str | None = None) -> tuple[Obj, bool]:
         """Read every requested partition now.  Returns (response body, must-answer-now); leaders moved
         elsewhere are named with their address on ``listener`` (the one the client came in on)."""
-        remaining = max(0, min(req.max_bytes, self.config.fetch_max_bytes))
+        remaining = max(0, min(req.max_bytes, self.settings.fetch_max_bytes))
         isolation = req.get("isolation_level", 0) or 0
         min_one = True
         urgent = False

@@ -22,9 +22,8 @@ from broker.config.settings import (
     TOPIC_SYNONYMS,
     BrokerConfig,
     known_settings,
-    split_list,
 )
-from broker.core import check_config
+from broker.core import check_config, group_settings
 from broker.core import load_config as load
 from broker.log.config import TOPIC_CONFIGS
 
@@ -159,7 +158,7 @@ def test_consumer_group_settings_are_checked_like_kafka(settings: dict[str, str]
 def test_consumer_group_settings_reach_the_coordinator() -> None:
     config = from_mapping({"group.consumer.assignors": "range, uniform", "group.consumer.heartbeat.interval.ms": "6000"})
     check_config(config)
-    assert split_list(config.group_consumer_assignors) == ("range", "uniform")
+    assert group_settings(config).consumer.assignors == ("range", "uniform")
     assert config.group_consumer_heartbeat_interval_ms == 6000 and config.group_consumer_session_timeout_ms == 45_000
 
 

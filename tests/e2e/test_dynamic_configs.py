@@ -149,6 +149,38 @@ def test_broker_configs_are_described_by_their_declarations(broker: BrokerProces
     assert set(plain) == set(documented) and all(e.documentation is None for e in plain.values())
 
 
+def test_a_dynamic_connection_limit_applies_to_the_next_connection(broker: BrokerProcess) -> None:
+    """``max.connections`` changed at run time reaches the network edge (it is given new settings):
+    set, further connections are closed as they arrive; deleted, they are served again."""
+
+    def alter(c: Any, operation: int, value: str | None) -> int:
+        resp = c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"validate_only": False, "resources": [
+            {"resource_type": 4, "resource_name": "1",
+             "configs": [{"name": "max.connections", "config_operation": operation, "value": value}]}]})
+        return resp.responses[0].error_code
+
+    def served() -> bool:
+        try:
+            with broker.raw(timeout=10) as probe:
+                probe.request(ApiKey.API_VERSIONS, 0, {})
+            return True
+        except OSError:  # closed (EOF, reset) as it arrived
+            return False
+
+    def wait_until(expected: bool) -> None:
+        deadline = time.monotonic() + 30
+        while served() != expected:
+            assert time.monotonic() < deadline, f"a new connection is still {'not ' if expected else ''}served"
+            time.sleep(0.1)
+
+    with broker.raw() as held:
+        assert served()
+        assert alter(held, 0, "1") == 0  # SET: only the connection held here
+        wait_until(False)
+        assert alter(held, 1, None) == 0  # DELETE: the static limit again
+        wait_until(True)
+
+
 def test_retention_change_applies_to_a_live_topic(broker: BrokerProcess) -> None:
     bootstrap = broker.bootstrap_servers
     from confluent_kafka.admin import NewTopic

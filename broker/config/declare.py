@@ -27,6 +27,10 @@ BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = 1, 2, 3, 4, 5
 TYPE_NAMES = {BOOLEAN: "BOOLEAN", STRING: "STRING", INT: "INT", SHORT: "SHORT", LONG: "LONG", DOUBLE: "DOUBLE",
               LIST: "LIST", CLASS: "CLASS", PASSWORD: "PASSWORD"}
 
+_BINARY_UNITS = ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"))
+_DAY = 86_400_000
+_UNBOUNDED = (2**63 - 1, 2**31 - 1)
+
 #: field metadata key under which :func:`setting` keeps a field's declaration
 DECLARATION = "setting"
 
@@ -120,6 +124,32 @@ class Setting:
     def plain_doc(self) -> str:
         """The documentation without the README's markup."""
         return self.doc.replace("`", "")
+
+    @property
+    def shown_default(self) -> str:
+        """The default as the documentation states it (``7 days``, ``64 MiB``, ``unbounded``, ``none``)."""
+        value = self.default
+        if self.default_text is not None:
+            return self.default_text
+        if self.command_default is not None:
+            return f"{self.command_default} (none in an embedded broker)"
+        if value is None:
+            return "not set" if self.dynamic is Dynamic.STORED else "none"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str):
+            return f"`{value}`" if value else "empty"
+        if isinstance(value, int):
+            if value in _UNBOUNDED:
+                return "unbounded"
+            if self.name.endswith((".bytes", ".size", ".bytes.per.connection")):
+                for size, unit in _BINARY_UNITS:
+                    if value >= size and value % size == 0:
+                        return f"{value // size} {unit}"
+            if self.name.endswith(".ms") and value >= _DAY and value % _DAY == 0:
+                days = value // _DAY
+                return f"{days} day{'s' if days > 1 else ''}"
+        return str(value)
 
     @property
     def is_dynamic(self) -> bool:

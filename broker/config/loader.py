@@ -162,8 +162,7 @@ _METAVARS = {"cluster": "etcd://HOST:PORT[,HOST:PORT...]"}
 
 
 def _flag_help(s: Setting) -> str:
-    default = s.command_default if s.command_default is not None else s.default
-    return f"{s.plain_doc} (default {default}; {ENV_PREFIX}{(s.attr or '').upper()})"
+    return f"{s.plain_doc} Default: {s.shown_default.replace('`', '')} ({ENV_PREFIX}{(s.attr or '').upper()})."
 
 
 def build_arg_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.config.declare import Dynamic
+from broker.config import docs
+from broker.config.declare import Dynamic, Group
 from broker.config.loader import ConfigError, from_env, from_mapping, from_toml
 from broker.config.settings import (
     DYNAMIC_ONLY,
@@ -192,3 +193,13 @@ def test_the_configuration_package_imports_only_the_standard_library_and_protoco
                 assert name.split(".")[0] in allowed, (path.name, name)
                 if name.startswith("broker"):
                     assert name == "broker.config" or name.startswith("broker.config."), (path.name, name)
+
+
+def test_the_readme_settings_tables_are_written_from_the_declarations() -> None:
+    """README.md's settings tables are what ``python -m broker.config.docs`` writes (run it after changing a
+    declaration); every group of settings has exactly one table."""
+    text = (REPO / "README.md").read_text()
+    assert docs.update(text) == text, "README.md's settings tables are stale: run python -m broker.config.docs"
+    shown = [group for region in docs.regions(text) for group in region]
+    assert sorted(shown, key=lambda g: g.name) == sorted(Group, key=lambda g: g.name)
+    assert docs.main(["--check"]) == 0

@@ -9,6 +9,11 @@ driver, periodic log maintenance, the metrics endpoint, and the order of
 startup (logs → metadata → replicas → serving) and shutdown (leave the
 cluster → drain connections → stop replicas → flush and close logs).
 
+The settings pass through here too: :func:`load_config` loads them with :data:`CONFIG_CHECKS`, the
+cross-checks of the packages above :mod:`broker.config`; each component gets a narrow frozen settings
+object built here (:func:`server_settings`, :func:`replica_settings`, :func:`group_settings`, ...), and
+those of the components that use a dynamic setting are rebuilt and handed over when one changes.
+
 A failed fsync (or any I/O failure the storage layer reports) takes the data
 directory offline (``broker.log.dir_failure``); the core then logs one CRITICAL
 line and stops the broker, as Kafka does when its last log directory fails.

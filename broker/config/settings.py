@@ -486,10 +486,9 @@ PER_BROKER_ONLY: frozenset[str] = frozenset(n for n, s in SETTINGS.items() if s.
 
 #: topic config -> the broker settings that give its default, highest priority first, each with the factor
 #: that turns its unit into the topic config's (Kafka's ``ServerTopicConfigSynonyms``).
-TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {}
-for _s in SETTINGS.values():
-    if _s.topic is not None:
-        TOPIC_SYNONYMS[_s.topic] = (*TOPIC_SYNONYMS.get(_s.topic, ()), (_s.name, _s.factor))
+TOPIC_SYNONYMS: dict[str, tuple[tuple[str, int], ...]] = {
+    topic: tuple((s.name, s.factor) for s in SETTINGS.values() if s.topic == topic)
+    for topic in dict.fromkeys(s.topic for s in SETTINGS.values() if s.topic is not None)}
 
 #: Kafka's coarser spelling -> (the millisecond setting it spells, its factor).
 SPELLINGS: dict[str, tuple[str, int]] = {n: (s.spelling_of, s.factor) for n, s in SETTINGS.items()

@@ -9,6 +9,11 @@ driver, periodic log maintenance, the metrics endpoint, and the order of
 startup (logs → metadata → replicas → serving) and shutdown (leave the
 cluster → drain connections → stop replicas → flush and close logs).
 
+The settings pass through here too: :func:`load_config` loads them with :data:`CONFIG_CHECKS`, the
+cross-checks of the packages above :mod:`broker.config`; each component gets a narrow frozen settings
+object built here (:func:`server_settings`, :func:`replica_settings`, :func:`group_settings`, ...), and
+those of the components that use a dynamic setting are rebuilt and handed over when one changes.
+
 A failed fsync (or any I/O failure the storage layer reports) takes the data
 directory offline (``broker.log.dir_failure``); the core then logs one CRITICAL
 line and stops the broker, as Kafka does when its last log directory fails.
@@ -23,6 +28,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller import ControllerSettings
@@ -37,20 +43,29 @@ from broker.cluster.records import (
     partition_key,
     topic_key,
 )
-from broker.config.dynamic import DynamicBrokerConfig, broker_log_defaults
-from broker.config.settings import BrokerConfig
+from broker.config.dynamic import DynamicBrokerConfig
+from broker.config.loader import Check, load, validate
+from broker.config.settings import BrokerConfig, broker_log_defaults, split_list
+from broker.coordinator.group.assignors import ASSIGNORS
+from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.consumer_group import ConsumerGroupConfig
+from broker.coordinator.txn.coordinator import TxnConfig
 from broker.log.cleaner import CleanerSettings
+from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure
-from broker.log.errors import KafkaStorageError, LogError
+from broker.log.errors import InvalidConfigError, KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
+from broker.network.server import ServerSettings
 from broker.observability.metrics import BrokerMetrics, BrokerState
 from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replication.quota import RateQuota
+from broker.replication.replica_manager import ReplicaSettings
 from broker.security.connection import ConnectionSecurity
 from broker.security.scram import CredentialStore, load_users_file
 from broker.security.setup import (
     advertised_endpoints,
+    check_security_settings,
     inter_broker_listener_name,
     inter_broker_security,
     new_authorizer,
@@ -67,7 +82,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbroker")
 
-__all__ = ["EXIT_CLUSTER_FAILURE", "EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults", "cleaner_settings"]
+__all__ = ["CONFIG_CHECKS", "EXIT_CLUSTER_FAILURE", "EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "check_config",
+           "cleaner_settings", "group_settings", "load_config", "replica_settings", "server_settings", "txn_settings"]
 
 EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
 #: 69: the broker stopped because it lost its place in the cluster (e.g. its node id was registered by
@@ -75,8 +91,89 @@ EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data di
 EXIT_CLUSTER_FAILURE = os.EX_UNAVAILABLE
 
 
+# -- the settings: checks of the packages above broker.config, and each component's own settings ----------
+
+def _check_topic_defaults(config: BrokerConfig) -> None:
+    """The broker-level defaults of topic configs (``log.retention.ms``, ...) are valid topic configs."""
+    try:
+        LogConfig.from_dict(None, broker_log_defaults(config))
+    except InvalidConfigError as exc:
+        raise ValueError(f"invalid log setting: {exc.detail}") from None
+
+
+def _check_assignors(config: BrokerConfig) -> None:
+    unknown = [n for n in split_list(config.group_consumer_assignors) if n not in ASSIGNORS]
+    if unknown:
+        raise ValueError(f"group.consumer.assignors: unknown assignor(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(ASSIGNORS)})")
+
+
+#: The cross-checks of the settings owned by the packages above :mod:`broker.config` (the configuration
+#: package sits below them and cannot run them itself): at start and on every dynamic change.
+CONFIG_CHECKS: tuple[Check, ...] = (_check_topic_defaults, check_security_settings, _check_assignors)
+
+
+def load_config(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> BrokerConfig:
+    """The configuration of ``python -m broker`` (:func:`broker.config.loader.load` with every check)."""
+    return load(argv, environ, checks=CONFIG_CHECKS)
+
+
+def check_config(config: BrokerConfig) -> None:
+    """Every check ``python -m broker`` makes of ``config`` (ConfigError naming the setting)."""
+    validate(config, CONFIG_CHECKS)
+
+
 def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
     return CleanerSettings(dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
+
+
+def server_settings(config: BrokerConfig) -> ServerSettings:
+    return ServerSettings(
+        max_frame_bytes=config.max_frame_bytes, max_connections=config.max_connections,
+        connections_max_idle_ms=config.connections_max_idle_ms,
+        max_in_flight_requests_per_connection=config.max_in_flight_requests_per_connection,
+        queued_max_response_bytes_per_connection=config.queued_max_response_bytes_per_connection,
+        queued_max_response_bytes=config.queued_max_response_bytes,
+        connection_write_buffer_bytes=config.connection_write_buffer_bytes,
+        ssl_handshake_timeout_ms=config.ssl_handshake_timeout_ms, message_max_bytes=config.message_max_bytes)
+
+
+def replica_settings(config: BrokerConfig) -> ReplicaSettings:
+    return ReplicaSettings(lag_time_max_ms=config.replica_lag_time_max_ms,
+                           purge_interval_requests=config.fetch_purgatory_purge_interval_requests,
+                           fetch_max_bytes=config.fetch_max_bytes,
+                           max_decompressed_bytes=config.message_max_decompressed_bytes,
+                           replica_selector=config.replica_selector_class,
+                           handover_timeout_ms=config.controlled_shutdown_timeout_ms)
+
+
+def replication_quota(config: BrokerConfig, rate: Callable[[], int]) -> RateQuota:
+    """A replication throttle's quota; ``rate`` reads the (dynamic) limit each time."""
+    return RateQuota(rate, window_num=config.replication_quota_window_num,
+                     window_s=config.replication_quota_window_size_seconds)
+
+
+def group_settings(config: BrokerConfig) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=config.group_min_session_timeout_ms,
+        max_session_timeout_ms=config.group_max_session_timeout_ms,
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        max_size=config.group_max_size,
+        offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+        offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+        offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+        offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        consumer=ConsumerGroupConfig(
+            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size))
+
+
+def txn_settings(config: BrokerConfig) -> TxnConfig:
+    return TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
+                     id_expiration_ms=config.transactional_id_expiration_ms,
+                     abort_retry_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                     two_phase_commit_enable=False)
 
 
 class BrokerCore:
@@ -88,7 +185,7 @@ class BrokerCore:
                  faults: FaultInjector | None = None) -> None:
         self.config = config
         #: the dynamic broker configs over the static ones; applies them to ``config`` in place
-        self.dynamic = DynamicBrokerConfig(config, config)
+        self.dynamic = DynamicBrokerConfig(config, config, checks=CONFIG_CHECKS)
         self._kv_override = kv
         self.metrics = BrokerMetrics()
         #: faults injected into the request path (an embedded broker's, for tests); None: none
@@ -138,7 +235,8 @@ class BrokerCore:
                 credentials, sasl_config(config), authorizer if config.authorizer_enabled else None,
                 failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
                 session_cache_entries=config.authorizer_cache_entries, events=self.metrics.auth_events())
-            self.server = KafkaServer(config, listeners=server_listeners(config), security=self.connection_security)
+            self.server = KafkaServer(server_settings(config), listeners=server_listeners(config),
+                                      security=self.connection_security)
             self.bound = await self.server.bind()
             endpoints = advertised_endpoints(config, {name: addr[1] for name, addr in self.server.bound.items()})
             self.advertised = (endpoints[0].host, endpoints[0].port)
@@ -162,19 +260,18 @@ class BrokerCore:
                 self.timer, broker=lambda node: self.metadata.image.brokers.get(node),
                 broker_epoch=lambda: self.metadata.broker_epoch,
                 topic_name=lambda topic_id: self.metadata.image.topic_name(topic_id),
-                quota=RateQuota(lambda: config.follower_replication_throttled_rate,
-                                window_num=config.replication_quota_window_num,
-                                window_s=config.replication_quota_window_size_seconds))
+                quota=replication_quota(config, lambda: config.follower_replication_throttled_rate))
             self.replica_manager = ReplicaManager(
-                local_id=config.node_id, config=config, logs=self.logs, metrics=self.metrics, timer=self.timer,
-                metadata=self.metadata, fetchers=self.fetchers)
+                local_id=config.node_id, settings=replica_settings(config), logs=self.logs, metrics=self.metrics,
+                timer=self.timer, metadata=self.metadata, fetchers=self.fetchers,
+                leader_quota=replication_quota(config, lambda: config.leader_replication_throttled_rate))
             image = self.metadata.image
 
             def partition_count(topic: str) -> int | None:
                 t = image.topic(topic)
                 return None if t is None else t.partition_count
 
-            self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
+            self.group_service = GroupService(settings=group_settings(config), replica=self.replica_manager, metrics=self.metrics,
                                               timer=self.timer, partition_count=partition_count,
                                               topics=ImageTopics(image), group_configs=image.group_config)
             self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
@@ -249,7 +346,9 @@ class BrokerCore:
         markers = TxnMarkerSender(self._channels[0], leader_of=leader_of,
                                   topic_exists=lambda topic: image.topic(topic) is not None,
                                   retry_backoff_ms=config.transaction_marker_retry_backoff_ms, request_timeout_ms=timeout)
-        service = TransactionService(config=config, replica=self.replica_manager, metrics=self.metrics,
+        service = TransactionService(settings=txn_settings(config),
+                                     num_partitions=config.transaction_state_log_num_partitions,
+                                     replica=self.replica_manager, metrics=self.metrics,
                                      timer=self.timer, image=image, producer_ids=self.producer_ids, markers=markers,
                                      offsets_partition=self.group_service.partition_for)
         verifier = TxnVerifier(self._channels[1], coordinator_of=service.coordinator_node, timeout_ms=timeout)
@@ -404,13 +503,15 @@ class BrokerCore:
 
     def _on_dynamic_configs(self, delta: Any, image: Any) -> None:
         """Dynamic broker configs changed in the image: update the live settings and what derives
-        from them (the logs' topic defaults, the cleaner's settings)."""
+        from them (the logs' topic defaults, the settings objects of the components that use a
+        dynamic setting: the cleaner's, the server's)."""
         node = self.config.node_id
         if not (delta.full or None in delta.broker_configs_changed or node in delta.broker_configs_changed):
             return
         if self.dynamic.update(image.broker_config(None), image.broker_config(node)):
             self.logs.set_default_configs(broker_log_defaults(self.config))
             self.logs.cleaner.settings = cleaner_settings(self.config)
+            self.server.settings = server_settings(self.config)
 
     def _on_metadata(self, delta: Any, image: Any) -> None:
         if delta.topics_deleted or delta.full:

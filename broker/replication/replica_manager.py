@@ -47,6 +47,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster import reassignment
@@ -65,14 +66,13 @@ from broker.log.region import FileRegion, release_parts
 from broker.log.validation import RecordValidationError, check_keys, with_timestamp_errors
 from broker.replication.partition import Partition
 from broker.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
-from broker.replication.quota import RateQuota, throttled
+from broker.replication.quota import UNLIMITED, RateQuota, throttled
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
 
 if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
-    from broker.config.settings import BrokerConfig
     from broker.coordinator.txn.verifier import TxnVerifier
     from broker.log.manager import LogManager
     from broker.log.partition_log import AppendResult, PartitionLog, ReadResult
@@ -213,11 +213,30 @@ def produce_verification_error(code: int, produce_version: int) -> int:
     return code
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaSettings:
+    """What the replica manager reads of the broker settings (none of them dynamic)."""
+
+    #: ``replica.lag.time.max.ms``: a follower behind for this long leaves the ISR
+    lag_time_max_ms: int
+    #: ``fetch.purgatory.purge.interval.requests``
+    purge_interval_requests: int
+    #: ``fetch.max.bytes``: the most record data one Fetch response carries
+    fetch_max_bytes: int
+    #: ``message.max.decompressed.bytes``: the most a produced batch may inflate to when recompressed
+    max_decompressed_bytes: int
+    #: ``replica.selector.class`` (KIP-392): None/"" for leaders only
+    replica_selector: str | None = None
+    #: ``controlled.shutdown.timeout.ms``: how long a leadership handover waits for followers
+    handover_timeout_ms: int = 5000
+
+
 class ReplicaManager:
-    def __init__(self, *, local_id: int, config: BrokerConfig, logs: LogManager, metrics: BrokerMetrics,
-                 timer: WheelTimer, metadata: MetadataService, fetchers: ReplicaFetcherManager) -> None:
+    def __init__(self, *, local_id: int, settings: ReplicaSettings, logs: LogManager, metrics: BrokerMetrics,
+                 timer: WheelTimer, metadata: MetadataService, fetchers: ReplicaFetcherManager,
+                 leader_quota: RateQuota | None = None) -> None:
         self.local_id = local_id
-        self.config = config
+        self.settings = settings
         self.logs = logs
         self.metrics = metrics
         self.timer = timer
@@ -229,7 +248,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self._listeners: list[LeadershipListener] = []
         clock = lambda: int(timer.now_ms())  # noqa: E731
-        purge = config.fetch_purgatory_purge_interval_requests
+        purge = settings.purge_interval_requests
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", schedule=timer.call_at_ms, clock=clock,
                                                          purge_interval=purge)
         self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock,
@@ -241,9 +260,7 @@ class ReplicaManager:
         self._moving: dict[TopicPartition, asyncio.Task[int]] = {}
         self._alter_tasks: set[asyncio.Task[None]] = set()
         #: bytes sent to followers of throttled partitions (``leader.replication.throttled.rate``)
-        self.leader_quota = RateQuota(lambda: config.leader_replication_throttled_rate,
-                                      window_num=config.replication_quota_window_num,
-                                      window_s=config.replication_quota_window_size_seconds)
+        self.leader_quota = leader_quota if leader_quota is not None else RateQuota(lambda: UNLIMITED)
         #: checks transactional batches with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
 
@@ -369,7 +386,7 @@ class ReplicaManager:
 
     # -- ISR maintenance -------------------------------------------------------------
     async def _isr_loop(self) -> None:
-        interval = max(0.05, self.config.replica_lag_time_max_ms / 2000)
+        interval = max(0.05, self.settings.lag_time_max_ms / 2000)
         while True:
             await asyncio.sleep(interval)
             now = _now_ms()
@@ -384,7 +401,7 @@ class ReplicaManager:
         if partition.handing_over:
             return  # the handover writes the partition's last record from here
         epochs = self._broker_epochs()
-        new_isr = partition.isr_change(now, self.config.replica_lag_time_max_ms, epochs)
+        new_isr = partition.isr_change(now, self.settings.lag_time_max_ms, epochs)
         if new_isr is None:
             return
         partition.pending_isr = new_isr
@@ -457,7 +474,7 @@ class ReplicaManager:
                 done = reassignment.completed_record(self.image, q.record, leader=successor)
                 return done if done is not None else self._shutdown_record(q, successor)
 
-            task = asyncio.ensure_future(self._move_leadership(select, record, self.config.controlled_shutdown_timeout_ms
+            task = asyncio.ensure_future(self._move_leadership(select, record, self.settings.handover_timeout_ms
                                                                / 1000, "reassignment"))
             self._moving[tp] = task
             task.add_done_callback(lambda _t, tp=tp: self._moving.pop(tp, None))
@@ -684,7 +701,7 @@ class ReplicaManager:
                 return self._produce_error(partition, E.MESSAGE_TOO_LARGE,
                                            f"The request included a message larger than the max message size "
                                            f"the server will accept ({config.max_message_bytes} bytes).")
-            inflate = self.config.message_max_decompressed_bytes
+            inflate = self.settings.max_decompressed_bytes
             batch = recompress_for_topic(records, header, config.compression_type, max_decompressed_size=inflate,
                                          level=compression_level(config, target_codec(config.compression_type)))
             check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
@@ -893,7 +910,7 @@ class ReplicaManager:
         ``replica.selector.class`` names it): this broker unless it leads ``p`` and the leader is in
         another rack while an in-sync replica in the consumer's rack has the offset — then the most
         caught-up of those.  A follower always serves what it is asked (it was chosen)."""
-        if not p.is_leader or not rack or not self.config.replica_selector_class:
+        if not p.is_leader or not rack or not self.settings.replica_selector:
             return self.local_id
         image = self.image
         leader_rack = image.brokers[self.local_id].rack if self.local_id in image.brokers else None
@@ -933,7 +950,7 @@ class ReplicaManager:
                    replica_id: int = -1, listener: str | None = None) -> tuple[Obj, bool]:
         """Read every requested partition now.  Returns (response body, must-answer-now); leaders moved
         elsewhere are named with their address on ``listener`` (the one the client came in on)."""
-        remaining = max(0, min(req.max_bytes, self.config.fetch_max_bytes))
+        remaining = max(0, min(req.max_bytes, self.settings.fetch_max_bytes))
         isolation = req.get("isolation_level", 0) or 0
         client = self.client_metadata(version, req, replica_id)
         min_one = True

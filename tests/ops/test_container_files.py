@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 from mini_yaml import loads as load_yaml
 
-from broker.config.settings import ENV_PREFIX, BrokerConfig, from_env, load
+from broker.config.loader import from_env
+from broker.config.settings import ENV_PREFIX, BrokerConfig
+from broker.core import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {f.name for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
@@ -150,7 +152,7 @@ def test_broker_image_env_maps_to_broker_config(dockerfile):
     assert kbroker_env, "the image sets no KBROKER_* settings"
     for key in kbroker_env:
         assert key[len(ENV_PREFIX):].lower() in FIELDS, f"{key} is not a BrokerConfig setting"
-    config = load([], environ=kbroker_env)
+    config = load_config([], environ=kbroker_env)
     assert (config.host, config.port, config.data_dir) == ("0.0.0.0", int(env["KBROKER_PORT"]), "/data")
     assert config.metrics_port == int(env["KBROKER_METRICS_PORT"])
     assert config.metrics_host == "0.0.0.0"

@@ -42,6 +42,8 @@ def test_a_broker_lost_for_good_is_replaced_by_a_new_one(cluster: KBrokerCluster
     stream = Stream(cluster.bootstrap_servers, "replace", 4, acks="all", idempotent=True).start()
     wait_for(lambda: len(stream.acked) > 200, "the producer to get going")
     cluster.kill(3)  # the machine is gone
+    wait_for(lambda: (md := cluster_admin(cluster).list_topics(timeout=5)).controller_id not in (-1, 3)
+             and 3 not in md.brokers, "the cluster to notice broker 3 is gone")
     cluster.add_broker(4)
     plan = {}
     for topic in ("replace", "__consumer_offsets"):

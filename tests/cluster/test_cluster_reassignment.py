@@ -115,7 +115,10 @@ def set_configs(cluster: KBrokerCluster, topic: str, topic_configs: dict[str, st
         ResourceType,
     )
 
-    client = cluster_admin(cluster)
+    from confluent_kafka.admin import AdminClient
+
+    # generous timeouts: a loaded machine may take seconds to answer while the copy runs
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "socket.timeout.ms": 30_000})
     op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
     resources = [ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v else AlterConfigOpType.DELETE)
@@ -125,8 +128,8 @@ def set_configs(cluster: KBrokerCluster, topic: str, topic_configs: dict[str, st
             ConfigEntry(name, str(rate or ""), incremental_operation=op)
             for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]))
     for resource in resources:  # confluent-kafka takes one broker resource per call
-        for future in client.incremental_alter_configs([resource]).values():
-            future.result(30)
+        for future in client.incremental_alter_configs([resource], request_timeout=30).values():
+            future.result(60)
 
 
 def cluster_admin(cluster: KBrokerCluster):  # type: ignore[no-untyped-def]

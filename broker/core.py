@@ -46,7 +46,7 @@ from broker.log.dir_failure import LogDirFailure
 from broker.log.errors import KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
-from broker.metrics import BrokerMetrics, BrokerState
+from broker.metrics import RECORD_CODEC, BrokerMetrics, BrokerState
 from broker.security.connection import ConnectionSecurity
 from broker.security.scram import CredentialStore, load_users_file
 from broker.security.setup import (
@@ -202,8 +202,8 @@ class BrokerCore:
         self.started = True
         listening = ", ".join(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
                               for lst in self.server.listeners)
-        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s)",
-                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description)
+        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s), record codec %s",
+                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description, RECORD_CODEC)
 
     def _transaction_service(self, image: MetadataImage) -> TransactionService:
         """The transaction coordinator's service and what it talks to other brokers with: markers to

@@ -29,12 +29,16 @@ COPY broker ./broker
 COPY client ./client
 COPY kbroker_cli ./kbroker_cli
 COPY spark_jobs ./spark_jobs
-RUN pip wheel --no-deps --no-build-isolation --wheel-dir /wheels .
+RUN pip wheel --no-deps --no-build-isolation --wheel-dir /wheels . \
+    && cd /wheels && sha256sum *.whl > SHA256SUMS
 
 FROM python:3.11-slim AS spark
-RUN apt-get update \
+# the slim image leaves out /usr/share/man, where the JRE's post-install script links java.1.gz
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/*
+COPY --from=build /wheels/SHA256SUMS /usr/local/share/kbroker/wheels.sha256
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     --mount=type=cache,target=/root/.cache/pip \
     pip install --find-links /wheels "kbroker[spark]" \
@@ -54,6 +58,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN groupadd --system kbroker && useradd --system --gid kbroker --home-dir /app --shell /usr/sbin/nologin kbroker
 
 WORKDIR /app
+# which wheels the image holds; copying it also reruns the install whenever they change (some
+# builders leave what a RUN bind-mounts from another stage out of their cache key)
+COPY --from=build /wheels/SHA256SUMS /usr/local/share/kbroker/wheels.sha256
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links /wheels kbroker \
     && python -c "import sys, protocol.records as r; sys.exit(0 if r.COMPILED else 'the compiled record codec is missing')" \

@@ -95,6 +95,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval
 
 def port_is_free(port: int) -> bool:
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind: TIME_WAIT is no user
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -397,7 +398,7 @@ class Compose:
 
     def up(self, *services: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         """``up -d --build`` while the healthchecks of this project's containers are run."""
-        with self.podman.health_timer(f"^{self.project}_"):
+        with self.podman.health_timer(f"^{self.project}_"), timed(f"compose up {self.project} {' '.join(services)}"):
             return self.run("up", "-d", "--build", *services, timeout=timeout)
 
     def container(self, service: str) -> str:

@@ -2,6 +2,7 @@
 # official image runs it (entrypoint prometheus, not root), so docker-compose.yml's prometheus service
 # runs unchanged. Debian's build keeps its data in /var/lib/prometheus, owned by the package's user.
 FROM debian:bookworm-slim
+LABEL org.kbroker.test-standin=prometheus
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus \
     && rm -rf /var/lib/apt/lists/*

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 from container_env import (
+    ETCD,
+    HERE,
+    IMAGE,
+    PROMETHEUS,
+    ROOT,
+    SPARK,
     TIMINGS,
+    BackgroundBuilds,
     Podman,
     PodmanService,
     base_image_refs,
@@ -22,8 +29,6 @@ from container_env import (
 )
 from peers import require_tool
 
-#: the broker image, under the name docker-compose.yml gives it
-IMAGE = "localhost/kbroker:latest"
 FACTS: list[str] = []
 
 
@@ -62,6 +67,22 @@ def image(podman: Podman) -> str:
     FACTS.append(f"image {IMAGE}: {size / 1e6:.0f} MB ({(size - base) / 1e6:.0f} MB over its base's "
                  f"{base / 1e6:.0f} MB)")
     return IMAGE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stack_images(podman: Podman, image: str) -> Iterator[BackgroundBuilds]:
+    """The other images the compose stacks use, built while the image's own tests run (compose's
+    ``up --build`` then finds every layer built): etcd, the Prometheus stand-in, the Spark stage."""
+    builds = BackgroundBuilds(podman)
+    builds.start(ETCD, context=ROOT / "broker" / "deploy",
+                 dockerfile=ROOT / "broker" / "deploy" / "etcd.Dockerfile")
+    if podman.is_stand_in(PROMETHEUS):
+        builds.start(PROMETHEUS, context=HERE, dockerfile=HERE / "prometheus.Dockerfile")
+    builds.start(SPARK, target="spark")
+    try:
+        yield builds
+    finally:
+        builds.join()
 
 
 @pytest.fixture(scope="session")

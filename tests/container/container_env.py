@@ -41,6 +41,10 @@ CONTAINERS_CONF = HERE / "containers.conf"
 CUSTOMIZE_HOOK = HERE / "base_customize.sh"
 #: the Dockerfiles whose base images the tests stand in for
 DOCKERFILES = (ROOT / "Dockerfile", ROOT / "broker" / "deploy" / "etcd.Dockerfile", HERE / "prometheus.Dockerfile")
+#: the images docker-compose.yml names (the broker's, the Spark stage, etcd), as podman names them
+IMAGE, SPARK, ETCD = "localhost/kbroker:latest", "localhost/kbroker-spark:latest", "localhost/kbroker-etcd:latest"
+#: docker-compose.yml's Prometheus image, stood in for by Debian's package unless a real one is here
+PROMETHEUS = "docker.io/prom/prometheus:latest"
 BASE_RELEASE = "bookworm"
 BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates")
 #: what Debian's slim images leave out (dpkg path filters, kept in the image for later installs)
@@ -48,6 +52,7 @@ SLIM_DPKG_OPTS = ("path-exclude=/usr/share/man/*", "path-exclude=/usr/share/loca
                   "path-include=/usr/share/locale/locale.alias", "path-exclude=/usr/share/doc/*",
                   "path-include=/usr/share/doc/*/copyright", "path-exclude=/usr/share/info/*")
 BASE_LABEL = "org.kbroker.test-base"
+STAND_IN_LABEL = "org.kbroker.test-standin"
 #: the host's apt settings the base's apt must share (proxies, a frozen archive's validity checks)
 APT_OPTIONS = re.compile(r"^Acquire::(https?::Proxy|Check-Valid-Until|Check-Date)\b", re.I)
 
@@ -151,6 +156,13 @@ class Podman:
             proc = self.run(*args, str(context), timeout=timeout)
         return proc.stdout + proc.stderr
 
+    def is_stand_in(self, image: str) -> bool:
+        """True unless ``image`` is here and is not one of the tests' stand-ins (a real one, pulled)."""
+        if not self.exists(image):
+            return True
+        labels = self.inspect("image", image)["Config"].get("Labels") or {}
+        return STAND_IN_LABEL in labels
+
     def image_size(self, image: str) -> int:
         return int(self.inspect("image", image)["Size"])
 
@@ -174,6 +186,51 @@ class Podman:
         finally:
             stop.set()
             thread.join(timeout=60)
+
+
+class BackgroundBuilds:
+    """Image builds in a thread, one after the other, while tests run; ``wait()`` before using them."""
+
+    def __init__(self, podman: Podman) -> None:
+        self.podman = podman
+        self._queue: list[tuple[str, dict[str, Any]]] = []
+        self._errors: dict[str, BaseException] = {}
+        self._done: dict[str, threading.Event] = {}
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self, tag: str, **build: Any) -> None:
+        with self._lock:
+            self._done[tag] = threading.Event()
+            self._queue.append((tag, build))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="image-builds", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._thread = None
+                    return
+                tag, build = self._queue.pop(0)
+            try:
+                self.podman.build(tag, **build)
+            except BaseException as exc:
+                self._errors[tag] = exc
+            finally:
+                self._done[tag].set()
+
+    def wait(self, *tags: str, timeout: float = 1800) -> None:
+        for tag in tags or list(self._done):
+            with timed(f"waiting for the build of {tag}"):
+                assert self._done[tag].wait(timeout), f"the build of {tag} took over {timeout} s"
+            if tag in self._errors:
+                raise AssertionError(f"building {tag} failed: {self._errors[tag]}")
+
+    def join(self) -> None:
+        for event in list(self._done.values()):
+            event.wait(1800)
 
 
 # -- the base images ---------------------------------------------------------------------------------------

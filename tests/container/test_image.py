@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 from container_env import Podman, wait_until
 from prometheus_client.parser import text_string_to_metric_families
-from traffic import confluent_produce, confluent_read, create_topic, ours_produce, ours_read
+from traffic import confluent_produce, confluent_read, create_topic, ours_produce, ours_read, values
 
 from broker.harness import free_port
 
@@ -75,10 +75,6 @@ def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
     return out
 
 
-def values(prefix: str, n: int) -> list[bytes]:
-    return [b"%s-%06d" % (prefix.encode(), i) for i in range(n)]
-
-
 @pytest.fixture(scope="module")
 def broker(podman: Podman, image: str, run_id: str) -> Iterator[Broker]:
     name, volume = f"{run_id}-broker", f"{run_id}-data"
@@ -92,7 +88,7 @@ def broker(podman: Podman, image: str, run_id: str) -> Iterator[Broker]:
         wait_listening(podman, name)
         yield Broker(name, port, metrics_port)
     finally:
-        podman.run("rm", "-f", "-t", "5", name, check=False)
+        podman.run("rm", "-f", "-v", "-t", "5", name, check=False)
         podman.run("volume", "rm", "-f", volume, check=False)
 
 
@@ -146,7 +142,7 @@ def test_healthcheck_passes_and_fails_when_nothing_listens(podman: Podman, image
     try:
         assert not podman.healthcheck(idle)
     finally:
-        podman.run("rm", "-f", "-t", "0", idle, check=False)
+        podman.run("rm", "-f", "-v", "-t", "0", idle, check=False)
 
 
 def test_the_cli_inside_the_image(podman: Podman, broker: Broker):
@@ -214,7 +210,7 @@ def test_environment_and_flags_configure_it_as_the_readme_says(podman: Podman, i
         topics = podman.out("exec", name, "kbroker", "-b", bootstrap, "topics", "describe", "auto")
         assert re.search(r"PartitionCount:\s*6\b", topics), topics
     finally:
-        podman.run("rm", "-f", "-t", "5", name, check=False)
+        podman.run("rm", "-f", "-v", "-t", "5", name, check=False)
 
     # a KBROKER_* variable that is no setting: exit code 2 and the variable named
     bad = f"{run_id}-bad"
@@ -224,4 +220,4 @@ def test_environment_and_flags_configure_it_as_the_readme_says(podman: Podman, i
         assert podman.state(bad)["ExitCode"] == 2
         assert "KBROKER_NO_SUCH_SETTING" in podman.logs(bad)
     finally:
-        podman.run("rm", "-f", bad, check=False)
+        podman.run("rm", "-f", "-v", bad, check=False)

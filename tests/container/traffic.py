@@ -16,6 +16,11 @@ from client import TopicPartition as OurTopicPartition
 from client.sync import SyncConsumer, SyncProducer
 
 
+def values(prefix: str, n: int) -> list[bytes]:
+    """``n`` distinct values, ``prefix-000000`` on."""
+    return [b"%s-%06d" % (prefix.encode(), i) for i in range(n)]
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int = -1) -> None:
     """Create ``topic`` with confluent-kafka's admin client (waiting for the result)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -22,18 +22,24 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from confluent_kafka.admin import AdminClient
-from container_env import HERE, Compose, Podman, PodmanService, port_is_free, timed, wait_until
-from traffic import confluent_produce, confluent_read, create_topic, ours_produce, ours_read
+from container_env import (
+    ETCD,
+    PROMETHEUS,
+    SPARK,
+    BackgroundBuilds,
+    Compose,
+    Podman,
+    PodmanService,
+    port_is_free,
+    timed,
+    wait_until,
+)
+from traffic import confluent_produce, confluent_read, create_topic, ours_produce, ours_read, values
 
 pytestmark = pytest.mark.timeout(1800)
 
-PROMETHEUS = "docker.io/prom/prometheus:latest"
 SINGLE_PORTS = (9092, 9464, 9090)
 CLUSTER_PORTS = (2379, 2380, 19092, 29092, 39092, 19464, 29464, 39464)
-
-
-def values(prefix: str, n: int) -> list[bytes]:
-    return [b"%s-%06d" % (prefix.encode(), i) for i in range(n)]
 
 
 def require_free(ports: tuple[int, ...]) -> None:
@@ -42,21 +48,12 @@ def require_free(ports: tuple[int, ...]) -> None:
                        f"(docker-compose.host.yml) listen there")
 
 
-@pytest.fixture(scope="module")
-def prometheus_image(podman: Podman) -> str:
-    """prom/prometheus stood in for by Debian's package (unless a real one is already here)."""
-    if podman.exists(PROMETHEUS):
-        labels = podman.inspect("image", PROMETHEUS)["Config"].get("Labels") or {}
-        if "org.kbroker.test-standin" not in labels:
-            return PROMETHEUS
-    podman.build(PROMETHEUS, context=HERE, dockerfile=HERE / "prometheus.Dockerfile")
-    return PROMETHEUS
-
-
 @pytest.fixture
-def stack(podman: Podman, podman_service: PodmanService, run_id: str,
+def stack(podman: Podman, podman_service: PodmanService, stack_images: BackgroundBuilds, run_id: str,
           request: pytest.FixtureRequest) -> Iterator[Compose]:
-    name, profiles = request.param
+    """A compose project of this run (``down -v`` at the end), once the images it uses are built."""
+    name, profiles, images = request.param
+    stack_images.wait(*images)
     compose = Compose(podman, podman_service, f"{run_id}{name}", profiles)
     try:
         yield compose
@@ -86,9 +83,46 @@ def parquet_values(directory: Path) -> list[bytes]:
     return [bytes(v) for v in table.column("value").to_pylist()]
 
 
-@pytest.mark.parametrize("stack", [("single", ())], indirect=True)
-def test_default_stack_serves_clients_is_scraped_and_exports_parquet(podman: Podman, image: str,
-                                                                      prometheus_image: str, stack: Compose):
+def registered_brokers(bootstrap: str) -> list[int]:
+    try:
+        return sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5).brokers)
+    except Exception:  # no broker answers yet
+        return []
+
+
+def isr_sizes(bootstrap: str, topic: str) -> list[int]:
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=20)
+    return [len(p.isrs) for _, p in sorted(metadata.topics[topic].partitions.items())]
+
+
+@pytest.mark.parametrize("stack", [("cluster", ["cluster"], [ETCD])], indirect=True)
+def test_cluster_profile_keeps_serving_with_a_broker_container_stopped(podman: Podman, image: str,
+                                                                        stack: Compose):
+    require_free(CLUSTER_PORTS)
+    stack.up("etcd", "cluster-1", "cluster-2", "cluster-3")
+    bootstrap = "127.0.0.1:19092,127.0.0.1:29092,127.0.0.1:39092"
+    wait_until(lambda: len(registered_brokers(bootstrap)) == 3, 90, "three brokers registered")
+    create_topic(bootstrap, "replicated", 3, 3)
+    wait_until(lambda: isr_sizes(bootstrap, "replicated") == [3, 3, 3], 60, "three in-sync replicas")
+    confluent_produce(bootstrap, "replicated", values("before", 1000))
+
+    stack.run("stop", "-t", "30", "cluster-2", timeout=120)
+    stopped = podman.state(stack.container("cluster-2"))
+    assert stopped["Status"] == "exited" and stopped["ExitCode"] == 0, stopped
+    # acks=all with min.insync.replicas=2: two brokers of three still take writes
+    wait_until(lambda: isr_sizes(bootstrap, "replicated") == [2, 2, 2], 60, "cluster-2 out of the ISRs")
+    confluent_produce(bootstrap, "replicated", values("during", 1000))
+    ours_produce(bootstrap, "replicated", values("ours", 500))
+    expected = sorted(values("before", 1000) + values("during", 1000) + values("ours", 500))
+    assert sorted(confluent_read(bootstrap, "replicated", 2500)) == expected
+    assert sorted(ours_read(bootstrap, "replicated", 2500)) == expected
+
+    stack.run("start", "cluster-2", timeout=120)
+    wait_until(lambda: isr_sizes(bootstrap, "replicated") == [3, 3, 3], 120, "cluster-2 back in the ISRs")
+
+
+@pytest.mark.parametrize("stack", [("single", [], [PROMETHEUS, SPARK])], indirect=True)
+def test_default_stack_serves_clients_is_scraped_and_exports_parquet(podman: Podman, image: str, stack: Compose):
     require_free(SINGLE_PORTS)
     stack.up("broker", "topics", "prometheus")
     assert exited(podman, stack.container("topics"), 120) == 0, podman.logs(stack.container("topics"))
@@ -114,41 +148,3 @@ def test_default_stack_serves_clients_is_scraped_and_exports_parquet(podman: Pod
     summary = json.loads([ln for ln in podman.logs(export).splitlines() if ln.startswith("{")][-1])
     assert summary["rows_in_output"] == 2000, summary
     assert sorted(parquet_values(stack.volume("spark-out") / "orders")) == expected
-
-
-def registered_brokers(bootstrap: str) -> list[int]:
-    try:
-        return sorted(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5).brokers)
-    except Exception:  # no broker answers yet
-        return []
-
-
-def isr_sizes(bootstrap: str, topic: str) -> list[int]:
-    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=20)
-    return [len(p.isrs) for _, p in sorted(metadata.topics[topic].partitions.items())]
-
-
-@pytest.mark.parametrize("stack", [("cluster", ("cluster",))], indirect=True)
-def test_cluster_profile_keeps_serving_with_a_broker_container_stopped(podman: Podman, image: str,
-                                                                        stack: Compose):
-    require_free(CLUSTER_PORTS)
-    stack.up("etcd", "cluster-1", "cluster-2", "cluster-3")
-    bootstrap = "127.0.0.1:19092,127.0.0.1:29092,127.0.0.1:39092"
-    wait_until(lambda: len(registered_brokers(bootstrap)) == 3, 90, "three brokers registered")
-    create_topic(bootstrap, "replicated", 3, 3)
-    wait_until(lambda: isr_sizes(bootstrap, "replicated") == [3, 3, 3], 60, "three in-sync replicas")
-    confluent_produce(bootstrap, "replicated", values("before", 1000))
-
-    stack.run("stop", "-t", "30", "cluster-2", timeout=120)
-    stopped = podman.state(stack.container("cluster-2"))
-    assert stopped["Status"] == "exited" and stopped["ExitCode"] == 0, stopped
-    # acks=all with min.insync.replicas=2: two brokers of three still take writes
-    wait_until(lambda: isr_sizes(bootstrap, "replicated") == [2, 2, 2], 60, "cluster-2 out of the ISRs")
-    confluent_produce(bootstrap, "replicated", values("during", 1000))
-    ours_produce(bootstrap, "replicated", values("ours", 500))
-    expected = sorted(values("before", 1000) + values("during", 1000) + values("ours", 500))
-    assert sorted(confluent_read(bootstrap, "replicated", 2500)) == expected
-    assert sorted(ours_read(bootstrap, "replicated", 2500)) == expected
-
-    stack.run("start", "cluster-2", timeout=120)
-    wait_until(lambda: isr_sizes(bootstrap, "replicated") == [3, 3, 3], 120, "cluster-2 back in the ISRs")

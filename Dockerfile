@@ -15,14 +15,16 @@ RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# the build requirements and the dependencies first: this layer only changes with pyproject.toml
+# the build requirements and the dependencies first (and the list of the Spark extra's, for the spark
+# stage): these layers only change with pyproject.toml
 COPY pyproject.toml ./
+RUN mkdir /requires && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
+open('/requires/build.txt', 'w').write('\n'.join(p['build-system']['requires'])); \
+open('/requires/runtime.txt', 'w').write('\n'.join(p['project']['dependencies'])); \
+open('/requires/spark.txt', 'w').write('\n'.join(p['project']['optional-dependencies']['spark']))"
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
-open('/tmp/build-requires.txt', 'w').write('\n'.join(p['build-system']['requires'])); \
-open('/tmp/requires.txt', 'w').write('\n'.join(p['project']['dependencies']))" \
-    && pip install -r /tmp/build-requires.txt \
-    && pip wheel --wheel-dir /wheels -r /tmp/requires.txt
+    pip install -r /requires/build.txt \
+    && pip wheel --wheel-dir /wheels -r /requires/runtime.txt
 COPY setup.py README.md ./
 COPY protocol ./protocol
 COPY broker ./broker
@@ -38,10 +40,12 @@ RUN mkdir -p /usr/share/man/man1 \
     && apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/*
+COPY --from=build /requires/spark.txt /tmp/spark-requires.txt
+RUN --mount=type=cache,target=/root/.cache/pip \
+    pip install -r /tmp/spark-requires.txt
 COPY --from=build /wheels/SHA256SUMS /usr/local/share/kbroker/wheels.sha256
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    --mount=type=cache,target=/root/.cache/pip \
-    pip install --find-links /wheels "kbroker[spark]" \
+    pip install --no-cache-dir --no-index --find-links /wheels "kbroker[spark]" \
     && python -c "import sys, protocol.records as r; sys.exit(0 if r.COMPILED else 'the compiled record codec is missing')"
 WORKDIR /app
 CMD ["python", "-m", "spark_jobs.export_parquet", "--help"]

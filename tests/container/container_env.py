@@ -12,6 +12,7 @@ What it owns:
   is cached between runs (``$KBROKER_CONTAINER_CACHE``, default ``~/.cache/kbroker-container``); the
   pip wheels stay in the build's cache mount and the layers in podman's storage, so a second run
   rebuilds nothing that did not change;
+* :class:`BackgroundBuilds`: images built in a thread while other tests run;
 * :class:`Compose`: Debian's ``docker-compose`` against podman's API socket (``podman system
   service``), with a thread playing systemd's healthcheck timer while services start;
 * :data:`TIMINGS`: how long each phase took (printed at the end of the run).
@@ -25,9 +26,9 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -296,7 +297,8 @@ def host_apt_options() -> list[str]:
 def host_pip_conf() -> str:
     """The host's package-index settings for the base's /etc/pip.conf (http(s) indexes only: a
     file:// index on the host's disk is not inside the build)."""
-    proc = subprocess.run(["python3", "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                          timeout=60)
     settings: dict[str, list[str]] = {}
     for line in proc.stdout.splitlines():
         match = re.match(r"^[^.]*\.(index-url|extra-index-url|trusted-host)='(.*)'$", line)
@@ -470,7 +472,3 @@ class Compose:
     def logs(self) -> str:
         proc = self.run("logs", "--no-color", "--tail", "40", check=False, timeout=120)
         return proc.stdout[-8000:]
-
-
-def which_all(*tools: str) -> list[str]:
-    return [t for t in tools if shutil.which(t) is None]

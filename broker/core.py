@@ -57,7 +57,7 @@ from broker.log.errors import InvalidConfigError, KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.network.server import ServerSettings
-from broker.observability.metrics import BrokerMetrics, BrokerState
+from broker.observability.metrics import RECORD_CODEC, BrokerMetrics, BrokerState
 from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replication.quota import RateQuota
 from broker.replication.replica_manager import ReplicaSettings
@@ -312,8 +312,8 @@ class BrokerCore:
         self.started = True
         listening = ", ".join(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
                               for lst in self.server.listeners)
-        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s)",
-                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description)
+        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s), record codec %s",
+                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description, RECORD_CODEC)
 
     def _transaction_service(self, image: MetadataImage) -> TransactionService:
         """The transaction coordinator's service and what it talks to other brokers with: markers to

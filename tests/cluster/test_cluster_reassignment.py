@@ -109,13 +109,12 @@ def set_configs(cluster: KBrokerCluster, topic: str, topic_configs: dict[str, st
     """Throttle a reassignment as Kafka's tool does: the topic's throttled replicas, and the rates on the
     brokers involved (None removes them)."""
     from confluent_kafka.admin import (
+        AdminClient,
         AlterConfigOpType,
         ConfigEntry,
         ConfigResource,
         ResourceType,
     )
-
-    from confluent_kafka.admin import AdminClient
 
     # generous timeouts: a loaded machine may take seconds to answer while the copy runs
     client = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "socket.timeout.ms": 30_000})

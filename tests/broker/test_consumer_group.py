@@ -11,6 +11,7 @@ import pytest
 from broker.coordinator.group import GroupConfig, GroupCoordinator
 from broker.coordinator.group.assignors import assign_range, assign_uniform
 from broker.coordinator.group.consumer_group import ConsumerGroupConfig
+from broker.coordinator.group.partitioning import coordinator_partition
 from protocol.error_codes import ErrorCode as E
 
 HB = 68
@@ -394,6 +395,27 @@ def test_offset_commit_and_fetch_check_the_member_epoch() -> None:
     assert got["error_code"] == E.NONE and got["topics"][0]["partitions"][0]["committed_offset"] == 5
     assert fetch(None, -1)["error_code"] == E.NONE  # an admin fetch
     assert "g" not in s.c.groups  # no "simple" classic group next to the consumer group
+
+
+def test_committed_transactional_offsets_of_a_consumer_group_make_no_classic_group() -> None:
+    """The COMMIT marker applies a consumer group's transactional offsets as a load replays them: no
+    "simple" classic group appears next to the consumer group (ListGroups names the group once)."""
+    s = Shard(Topics(t=2))
+    Client(s, "a", ["t"]).beat()
+    resp = s.call(28, 3, {"transactional_id": "tx", "group_id": "g", "producer_id": 7, "producer_epoch": 0,
+                          "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [
+                              {"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 3,
+                                                            "committed_leader_epoch": -1,
+                                                            "committed_metadata": ""}]}]})
+    assert resp["topics"][0]["partitions"][0]["error_code"] == E.NONE
+    s.tokens += 1
+    partition = coordinator_partition("g", s.config.offsets_topic_num_partitions)
+    replies = s.run(s.c.complete_transaction(s.now, partition, 7, 0, True, 0, s.tokens))
+    assert replies[s.tokens] == {"error_code": E.NONE}
+    assert s.c.offsets["g"][("t", 1)].offset == 3
+    assert "g" not in s.c.groups
+    listed = s.call(16, 5, {"states_filter": [], "types_filter": []})["groups"]
+    assert [(g["group_id"], g["group_type"]) for g in listed] == [("g", "consumer")]
 
 
 def test_classic_and_consumer_groups_cannot_share_an_id() -> None:

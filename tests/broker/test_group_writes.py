@@ -66,7 +66,10 @@ def test_failed_commit_changes_nothing_and_answers_the_mapped_error() -> None:
     assert commit_errors(h, t) == {("t", 0): E.NOT_COORDINATOR, ("t", 1): E.OFFSET_METADATA_TOO_LARGE}
     assert fetch(h, "solo", ("t", 0)) == {("t", 0): -1}
     assert "solo" not in h.c.groups and "solo" not in h.c.offsets and not h.records
-    assert h.c.writes_in_flight() == 0 and not h.c._pending_offsets
+    assert h.c.writes_in_flight() == 0
+    # no offset change is left pending: the group has nothing to delete
+    deleted = h.reply(h.call("delete", 2, {"groups_names": ["solo"]}))
+    assert deleted["results"][0]["error_code"] == E.GROUP_ID_NOT_FOUND
 
 
 def test_failed_commit_keeps_the_previous_offset_of_a_live_group() -> None:

@@ -72,14 +72,10 @@ from .consumer_group import TIMER_KINDS, ConsumerGroup, ConsumerGroups, TopicCat
 from .model import Group, GroupState, Member, OffsetEntry
 from .partitioning import coordinator_partition
 from .records import (
-    GROUP_METADATA_KEY_TYPE,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-    encode_group_metadata_key,
-    encode_group_metadata_value,
-    encode_offset_commit_key,
-    encode_offset_commit_value,
+    GroupCoordinatorRecord,
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    decode_record,
     subscribed_topics,
 )
 from .timers import KeyedTimers
@@ -135,14 +131,16 @@ class Effects:
 
 
 class _PendingWrite:
-    """A handed-out write and what depends on it: the offset changes it carries and the
-    callbacks that release replies (or undo a change) when it commits or fails."""
+    """A handed-out write and what depends on it: the offset records it carries (replayed when it
+    commits, as a load replays them) and the callbacks that release replies (or undo a change)
+    when it commits or fails."""
 
-    __slots__ = ("consumer_records", "offset_ops", "on_commit", "on_fail", "write")
+    __slots__ = ("consumer_records", "offsets", "on_commit", "on_fail", "write")
 
     def __init__(self, write: Write) -> None:
         self.write = write  # with a producer id: a transactional offset commit (applied by its COMMIT marker)
-        self.offset_ops: list[tuple[str, tuple[str, int], OffsetEntry | None]] = []
+        #: the offset records among ``write.records``, replayed in order when the write commits
+        self.offsets: list[OffsetCommitRecord] = []
         #: the consumer-group records among ``write.records``, as (group id, key, value)
         self.consumer_records: list[tuple[str, bytes, bytes | None]] = []
         self.on_commit: list[Callable[[], None]] = []
@@ -216,8 +214,6 @@ class GroupCoordinator:
         self._open: dict[int, _PendingWrite] = {}
         self._inflight: InFlightWrites[_PendingWrite] = InFlightWrites()
         self._next_write_id = 1
-        # offset changes carried by in-flight writes: group -> topic-partition -> how many
-        self._pending_offsets: dict[str, dict[tuple[str, int], int]] = {}
         # groups whose deletion is in flight (Dead for writes, still Empty for reads)
         self._deleting: dict[str, Group] = {}
         #: transactional offset commits written and waiting for their producer's marker:
@@ -260,14 +256,10 @@ class GroupCoordinator:
         return pw
 
     def _write_offset(self, pw: _PendingWrite, group_id: str, tp: tuple[str, int], entry: OffsetEntry | None) -> None:
-        """Add an offset commit (or, with ``entry`` None, its tombstone) to ``pw``; applied on commit."""
-        key = encode_offset_commit_key(group_id, tp[0], tp[1])
-        value = None if entry is None else encode_offset_commit_value(
-            entry.offset, entry.leader_epoch, entry.metadata, entry.commit_timestamp, entry.expire_timestamp)
-        pw.write.records.append((key, value))
-        pw.offset_ops.append((group_id, tp, entry))
-        counts = self._pending_offsets.setdefault(group_id, {})
-        counts[tp] = counts.get(tp, 0) + 1
+        """Add an offset commit (or, with ``entry`` None, its tombstone) to ``pw``; replayed when it commits."""
+        record = OffsetCommitRecord(group_id, tp[0], tp[1], entry)
+        pw.write.records.append(record.encode())
+        pw.offsets.append(record)
 
     def _after_writes(self, writes: list[_PendingWrite], token: Hashable, response: Response,
                       on_error: Callable[[_PendingWrite, ErrorCode], None]) -> None:
@@ -294,37 +286,16 @@ class GroupCoordinator:
             pw.on_commit.append(settle)
             pw.on_fail.append(failed)
 
-    def _settle_offsets(self, pw: _PendingWrite, *, apply: bool) -> None:
-        """Forget ``pw``'s offset changes as pending; apply them to the committed offsets if ``apply``
-        (a transactional commit's to its producer's pending offsets instead)."""
-        producer_id = pw.write.producer_id
-        for group_id, tp, entry in pw.offset_ops:
-            counts = self._pending_offsets[group_id]
-            counts[tp] -= 1
-            if not counts[tp]:
-                del counts[tp]
-                if not counts:
-                    del self._pending_offsets[group_id]
-            if not apply:
-                continue
-            if producer_id >= 0 and entry is not None:
-                self.txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = entry
-            elif entry is None:
-                offsets = self.offsets.get(group_id)
-                if offsets is not None:
-                    offsets.pop(tp, None)
-                    if not offsets:
-                        del self.offsets[group_id]
-            else:
-                self.offsets.setdefault(group_id, {})[tp] = entry
-                if group_id not in self.groups and group_id not in self.consumer.groups:
-                    self.groups[group_id] = Group(group_id, self._now)  # a "simple" group, as on replay
-
     def write_committed(self, now_ms: int, write_id: int) -> Effects:
-        """``write_id`` is durable: apply what it carried and release the replies that waited on it."""
+        """``write_id`` is durable: replay what it carried (as a load replays it) and release the replies
+        that waited on it."""
         self._begin(now_ms)
         pw = self._inflight.take(write_id)
-        self._settle_offsets(pw, apply=True)
+        write = pw.write
+        for record in pw.offsets:
+            self.replay(record, write.producer_id)
+        if write.marker is not None:
+            self.replay_end_transaction(write.partition, write.producer_id, write.marker.commit)
         for callback in pw.on_commit:
             callback()
         return self._finish()
@@ -340,7 +311,6 @@ class GroupCoordinator:
             error = E.UNKNOWN_SERVER_ERROR
         log.warning("__consumer_offsets-%d: write of %d record(s) failed with %s", pw.write.partition,
                     len(pw.write.records), error.name)
-        self._settle_offsets(pw, apply=False)
         for callback in pw.on_fail:
             callback(error)
         return self._finish()
@@ -349,9 +319,22 @@ class GroupCoordinator:
         """How many handed-out writes have not completed yet."""
         return len(self._inflight)
 
+    def _pending_writes(self) -> Iterable[_PendingWrite]:
+        """The writes not committed yet: those handed out, then those this call is building."""
+        yield from self._inflight.items()
+        yield from self._open.values()
+
+    def _offsets_in_flight(self, group_id: str) -> set[tuple[str, int]]:
+        """The topic-partitions of ``group_id`` whose offset changes are written but not committed yet."""
+        return {(r.topic, r.partition) for pw in self._pending_writes() for r in pw.offsets if r.group_id == group_id}
+
+    def _groups_with_offsets_in_flight(self) -> set[str]:
+        return {r.group_id for pw in self._pending_writes() for r in pw.offsets}
+
     def _has_offsets(self, group_id: str) -> bool:
         """Committed offsets, or offset changes in flight, exist for ``group_id``."""
-        return group_id in self.offsets or group_id in self._pending_offsets
+        return group_id in self.offsets or any(r.group_id == group_id for pw in self._pending_writes()
+                                               for r in pw.offsets)
 
     def _partition(self, group_id: str) -> int:
         return coordinator_partition(group_id, self.config.offsets_topic_num_partitions)
@@ -391,7 +374,7 @@ class GroupCoordinator:
                 and request.get("member_epoch") == 0):
             # an Empty classic group (offsets only) becomes a consumer group, as Kafka converts it
             del self.groups[gid]
-            self._write(self._partition(gid)).write.records.append((encode_group_metadata_key(gid), None))
+            self._write(self._partition(gid)).write.records.append(GroupMetadataRecord(gid, None).encode())
         response = self.consumer.heartbeat(now_ms, api_version, request, client_id, client_host, topic_view)
 
         def failed(_pw: _PendingWrite, append_error: ErrorCode) -> None:
@@ -835,7 +818,7 @@ class GroupCoordinator:
             } for m in group.members.values()],
         }
         pw = self._write(self._partition(group.group_id))
-        pw.write.records.append((encode_group_metadata_key(group.group_id), encode_group_metadata_value(value)))
+        pw.write.records.append(GroupMetadataRecord(group.group_id, value).encode())
         return pw
 
     def _subscribed(self, group: Group) -> frozenset[str] | None:
@@ -1208,33 +1191,15 @@ class GroupCoordinator:
         pending transactional offsets committed (COMMIT) or drop them (ABORT); reply ``{"error_code"}``."""
         self._begin(now_ms)
         pw = self._write(partition, producer_id, producer_epoch, TxnMarker(commit, coordinator_epoch))
-
-        def done() -> None:
-            self._end_transaction(partition, producer_id, commit)
-            self._reply(token, {"error_code": E.NONE})
-
-        pw.on_commit.append(done)
+        pw.on_commit.append(lambda: self._reply(token, {"error_code": E.NONE}))
         pw.on_fail.append(lambda error: self._reply(token, {"error_code": error}))
         return self._finish()
-
-    def _end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
-        pending = self.txn_offsets.get(producer_id)
-        if not pending:
-            return
-        for group_id in [g for g in pending if self._partition(g) == partition]:
-            offsets = pending.pop(group_id)
-            if not commit:
-                continue
-            self.offsets.setdefault(group_id, {}).update(offsets)
-            if group_id not in self.groups:
-                self.groups[group_id] = Group(group_id, self._now)  # a "simple" group, as on replay
-        if not pending:
-            del self.txn_offsets[producer_id]
 
     def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
         """A transactional commit for ``tp`` is being written or waits for its marker (KIP-447)."""
         return any(tp in by_group.get(group_id, ()) for by_group in self.txn_offsets.values()) or any(
-            pw.write.producer_id >= 0 and any(op[0] == group_id and op[1] == tp for op in pw.offset_ops)
+            pw.write.producer_id >= 0 and any(r.group_id == group_id and (r.topic, r.partition) == tp
+                                              for r in pw.offsets)
             for pw in self._inflight.items())
 
     @staticmethod
@@ -1452,10 +1417,10 @@ class GroupCoordinator:
         and still Empty, with its offsets, for reads; if the write fails it is Empty again.
         """
         pw = self._write(self._partition(group_id))
-        keys = set(self.offsets.get(group_id, ())) | set(self._pending_offsets.get(group_id, ()))
+        keys = set(self.offsets.get(group_id, ())) | self._offsets_in_flight(group_id)
         for tp in sorted(keys):
             self._write_offset(pw, group_id, tp, None)
-        pw.write.records.append((encode_group_metadata_key(group_id), None))
+        pw.write.records.append(GroupMetadataRecord(group_id, None).encode())
         group = self.groups.get(group_id)
         if group is not None:
             for member_id in group.pending_members:
@@ -1471,7 +1436,7 @@ class GroupCoordinator:
     def _delete_consumer_group(self, group: ConsumerGroup) -> _PendingWrite:
         """Tombstone an Empty consumer group's offsets and records."""
         pw = self._write(self._partition(group.group_id))
-        for tp in sorted(set(self.offsets.get(group.group_id, ())) | set(self._pending_offsets.get(group.group_id, ()))):
+        for tp in sorted(set(self.offsets.get(group.group_id, ())) | self._offsets_in_flight(group.group_id)):
             self._write_offset(pw, group.group_id, tp, None)
         self.consumer.delete(group)
         self._consumer_writes()
@@ -1517,7 +1482,7 @@ class GroupCoordinator:
         pw: _PendingWrite | None = None
         if top is E.NONE:
             offsets = self.offsets.get(group_id, {})
-            pending = self._pending_offsets.get(group_id, {})
+            pending = self._offsets_in_flight(group_id)
             for t in g("topics") or ():
                 name = t.get("name")
                 refused = subscribed is not None and name in subscribed
@@ -1552,7 +1517,7 @@ class GroupCoordinator:
         """
         now = self._now
         retention = self.config.offsets_retention_ms
-        busy = self._pending_offsets
+        busy = self._groups_with_offsets_in_flight()
         for group_id in list(self.offsets):
             if group_id in busy or group_id in self._deleting:
                 continue
@@ -1592,10 +1557,12 @@ class GroupCoordinator:
             pw = self._write(self._partition(group_id))
             for tp in expired:
                 self._write_offset(pw, group_id, tp, None)
+        busy = self._groups_with_offsets_in_flight()
         for group_id, group in list(self.groups.items()):
             if (group.state is EMPTY and not group.pending_members and group_id not in self.offsets
                     and group_id not in busy):
                 self._delete_group(group_id)
+        busy = self._groups_with_offsets_in_flight()
         for consumer_group in list(self.consumer.groups.values()):
             if not consumer_group.members and consumer_group.group_id not in self.offsets \
                     and consumer_group.group_id not in busy:
@@ -1604,41 +1571,69 @@ class GroupCoordinator:
     # ============================================================================ loading
 
     def load(self, partition: int, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
-        """Replay one ``__consumer_offsets`` record (in log order) to rebuild groups and offsets.
+        """Replay one ``__consumer_offsets`` record of the log (in log order) to rebuild groups and offsets;
+        ``producer_id``: the batch's when it is transactional.
 
         Call :meth:`complete_load` once the whole log has been replayed.
         """
-        k = decode_key(key)
-        if k is None:
+        record = decode_record(key, value)
+        if record is None:
             self.consumer.replay(key, value)
-            return
-        if k.record_type == GROUP_METADATA_KEY_TYPE:
-            if value is None:
-                self.groups.pop(k.group, None)
-            else:
-                self.groups[k.group] = self._group_from_record(k.group, decode_group_metadata_value(value))
-            return
-        assert k.topic is not None and k.partition is not None
-        tp = (k.topic, k.partition)
-        if value is None:
-            offsets = self.offsets.get(k.group)
-            if offsets is not None:
-                offsets.pop(tp, None)
-                if not offsets:
-                    del self.offsets[k.group]
-            return
-        v = decode_offset_commit_value(value)
-        entry = OffsetEntry(v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], v["expire_timestamp"])
-        if producer_id >= 0:  # a transactional commit: pending until its producer's marker
-            self.txn_offsets.setdefault(producer_id, {}).setdefault(k.group, {})[tp] = entry
-            return
-        self.offsets.setdefault(k.group, {})[tp] = entry
-        if k.group not in self.groups:
-            self.groups[k.group] = Group(k.group)  # a "simple" group, as Kafka recreates on replay
+        else:
+            self.replay(record, producer_id)
 
     def load_marker(self, partition: int, producer_id: int, commit: bool) -> None:
         """Replay a COMMIT/ABORT marker of ``producer_id`` (in log order, between :meth:`load` calls)."""
-        self._end_transaction(partition, producer_id, commit)
+        self.replay_end_transaction(partition, producer_id, commit)
+
+    def replay(self, record: GroupCoordinatorRecord, producer_id: int = -1) -> None:
+        """Apply one record: read from the log on load, or carried by a write that just committed.
+
+        An offset commit in a transactional batch (``producer_id`` >= 0) waits for its producer's
+        marker (:meth:`replay_end_transaction`); any other replaces the group's committed offset (a
+        tombstone deletes it).  A group's metadata rebuilds the group; its tombstone removes it.
+        """
+        if isinstance(record, OffsetCommitRecord):
+            self._replay_offset(record, producer_id)
+        elif record.value is None:
+            self.groups.pop(record.group_id, None)
+        else:
+            self.groups[record.group_id] = self._group_from_record(record.group_id, record.value)
+
+    def _replay_offset(self, record: OffsetCommitRecord, producer_id: int) -> None:
+        group_id, tp, entry = record.group_id, (record.topic, record.partition), record.offset
+        if entry is None:
+            offsets = self.offsets.get(group_id)
+            if offsets is not None:
+                offsets.pop(tp, None)
+                if not offsets:
+                    del self.offsets[group_id]
+        elif producer_id >= 0:
+            self.txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = entry
+        else:
+            self.offsets.setdefault(group_id, {})[tp] = entry
+            self._ensure_group(group_id)
+
+    def replay_end_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """Apply ``producer_id``'s COMMIT (``commit``) or ABORT marker on offsets partition ``partition``: its
+        transactional offsets of the groups of that partition become committed offsets, or are dropped."""
+        pending = self.txn_offsets.get(producer_id)
+        if not pending:
+            return
+        for group_id in [g for g in pending if self._partition(g) == partition]:
+            offsets = pending.pop(group_id)
+            if not commit:
+                continue
+            self.offsets.setdefault(group_id, {}).update(offsets)
+            self._ensure_group(group_id)
+        if not pending:
+            del self.txn_offsets[producer_id]
+
+    def _ensure_group(self, group_id: str) -> None:
+        """A group with committed offsets exists: offsets of a client that does not use group membership
+        make a "simple" group (an Empty classic group without a protocol type), as Kafka's."""
+        if group_id not in self.groups and group_id not in self.consumer.groups:
+            self.groups[group_id] = Group(group_id)
 
     def _group_from_record(self, group_id: str, v: dict[str, Any]) -> Group:
         group = Group(group_id, v["current_state_timestamp"])

@@ -572,6 +572,26 @@ def test_a_failed_write_keeps_what_later_writes_still_carry() -> None:
     assert _snapshot(_reloaded(s)) == _snapshot(s.group())
 
 
+def test_offsets_committed_while_the_group_was_made_keep_a_group_when_that_write_fails() -> None:
+    """An admin commit lands while the first heartbeat's records (the consumer group) are in flight; that
+    write fails and the consumer group goes: the committed offsets keep a "simple" group, as a reload has."""
+    s = HeldShard(Topics(t=2))
+    s.tokens += 1
+    s.run(s.c.handle(8, s.now, 8, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                                   "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                                       {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+                                        "committed_metadata": ""}]}]}, s.tokens))
+    s.send("a", 0, topics=["t"])
+    s.commit_next()  # the offsets: the consumer group holds the id, no simple group is made
+    s.fail_next()    # the consumer group's records
+    assert "g" not in s.c.consumer.groups and s.c.offsets["g"][("t", 0)].offset == 5
+    again = GroupCoordinator(s.config, now_ms=s.now, topics=s.topics)
+    for key, value in s.records:
+        again.load(0, key, value)
+    again.complete_load(s.now)
+    assert set(again.groups) == set(s.c.groups) == {"g"}
+
+
 def test_a_failed_deletion_brings_the_empty_group_back() -> None:
     s = HeldShard(Topics(t=2))
     s.send("a", 0, topics=["t"])

@@ -273,6 +273,26 @@ def test_failed_deletion_keeps_the_group_and_its_offsets() -> None:
     assert h.reply(h.call("delete", 2, {"groups_names": ["solo"]}))["results"][0]["error_code"] == E.NONE
 
 
+def test_a_deletion_behind_the_first_offset_commit_leaves_no_group() -> None:
+    """DeleteGroups while the group's first commit is in flight (no group yet, its offsets pending): the
+    commit then makes a "simple" group, and the deletion's tombstone, after it in the log, removes it —
+    live as a reload does."""
+    h = Harness(auto_commit=False)
+    commit_token(h, "solo", {("t", 0): (5, "")})
+    t = h.call("delete", 2, {"groups_names": ["solo"]})
+    assert h.reply(t) is None and len(h.inflight) == 2
+    h.commit_write()
+    assert h.state("solo") == "Empty"  # the commit made the simple group
+    fx = h.commit_write()
+    assert h.reply(t)["results"] == [{"group_id": "solo", "error_code": E.NONE}]
+    assert fx.removed_groups == ["solo"]
+    assert "solo" not in h.c.groups and "solo" not in h.c.offsets
+    fresh = GroupCoordinator(h.config, now_ms=h.now)
+    for partition, key, value in h.records:
+        fresh.load(partition, key, value)
+    assert "solo" not in fresh.groups
+
+
 def test_deletion_across_partitions_answers_once_all_writes_completed() -> None:
     h = Harness()
     groups = ["a", "b", "c", "d", "e", "f"]

@@ -131,20 +131,35 @@ class Effects:
 
 
 class _PendingWrite:
-    """A handed-out write and what depends on it: the offset records it carries (replayed when it
-    commits, as a load replays them) and the callbacks that release replies (or undo a change)
-    when it commits or fails."""
+    """A handed-out write and what its outcome settles.
 
-    __slots__ = ("consumer_records", "offsets", "on_commit", "on_fail", "write")
+    What it carries, by the way it reaches the shard's state:
+
+    * ``offsets`` — offset records, replayed (:meth:`GroupCoordinator.replay`) when the write commits;
+      with a producer id the batch is a transactional offset commit, and ``marker`` a COMMIT/ABORT
+      marker replayed by :meth:`GroupCoordinator.replay_end_transaction`;
+    * ``deletions`` — the group tombstones it carries, with the classic group each deletes (Dead until
+      the write completes, then gone — the tombstone replayed — or back to what it was; None when
+      only the group's offsets existed);
+    * ``consumer_records`` — KIP-848 group records, replayed when they were emitted: committed with the
+      write, or the groups reverted when it fails;
+    * ``waiters`` — what waits for the outcome (Kafka's append future): the replies held back, and the
+      completion of a classic group's stored metadata (Stable after SyncGroup, a static member's new id).
+    """
+
+    __slots__ = ("consumer_records", "deletions", "offsets", "waiters", "write")
 
     def __init__(self, write: Write) -> None:
-        self.write = write  # with a producer id: a transactional offset commit (applied by its COMMIT marker)
-        #: the offset records among ``write.records``, replayed in order when the write commits
+        self.write = write
         self.offsets: list[OffsetCommitRecord] = []
-        #: the consumer-group records among ``write.records``, as (group id, key, value)
+        self.deletions: list[tuple[str, Group | None, tuple[GroupState, GroupState | None, int]]] = []
+        #: as (group id, key, value)
         self.consumer_records: list[tuple[str, bytes, bytes | None]] = []
-        self.on_commit: list[Callable[[], None]] = []
-        self.on_fail: list[Callable[[ErrorCode], None]] = []
+        self.waiters: list[tuple[Callable[[], None], Callable[[ErrorCode], None]]] = []
+
+    def wait(self, committed: Callable[[], None], failed: Callable[[ErrorCode], None]) -> None:
+        """Call ``committed()`` once the write is durable, or ``failed(append_error)`` if it fails."""
+        self.waiters.append((committed, failed))
 
 
 def commit_error(append_error: ErrorCode) -> ErrorCode:
@@ -283,8 +298,7 @@ class GroupCoordinator:
                 on_error(pw, error)
                 settle()
 
-            pw.on_commit.append(settle)
-            pw.on_fail.append(failed)
+            pw.wait(settle, failed)
 
     def write_committed(self, now_ms: int, write_id: int) -> Effects:
         """``write_id`` is durable: replay what it carried (as a load replays it) and release the replies
@@ -296,8 +310,18 @@ class GroupCoordinator:
             self.replay(record, write.producer_id)
         if write.marker is not None:
             self.replay_end_transaction(write.partition, write.producer_id, write.marker.commit)
-        for callback in pw.on_commit:
-            callback()
+        for gid, group, _ in pw.deletions:
+            if group is not None and self._deleting.get(gid) is group:
+                del self._deleting[gid]
+            elif group is not None or not _simple(self.groups.get(gid)):
+                continue  # a group that came after the deletion was written keeps the id
+            self.replay(GroupMetadataRecord(gid, None))
+            self._fx.removed_groups.append(gid)
+            log.info("group %s: deleted", gid)
+        if pw.consumer_records:
+            self.consumer.committed(pw.consumer_records)
+        for committed, _ in pw.waiters:
+            committed()
         return self._finish()
 
     def write_failed(self, now_ms: int, write_id: int, error_code: int) -> Effects:
@@ -311,8 +335,17 @@ class GroupCoordinator:
             error = E.UNKNOWN_SERVER_ERROR
         log.warning("__consumer_offsets-%d: write of %d record(s) failed with %s", pw.write.partition,
                     len(pw.write.records), error.name)
-        for callback in pw.on_fail:
-            callback(error)
+        for _, group, before in pw.deletions:
+            if group is not None:
+                self._group_kept(group, before)
+        if pw.consumer_records:
+            in_flight = [r for other in self._inflight.items() for r in other.consumer_records]
+            reverted = {gid for gid, _, _ in pw.consumer_records}
+            self.consumer.revert(self._now, reverted, in_flight)
+            for gid in reverted & self.offsets.keys():
+                self._ensure_group(gid)  # a group it took away had committed offsets meanwhile
+        for _, failed in pw.waiters:
+            failed(error)
         return self._finish()
 
     def writes_in_flight(self) -> int:
@@ -406,16 +439,9 @@ class GroupCoordinator:
             pw = writes.get(partition)
             if pw is None:
                 pw = writes[partition] = self._write(partition)
-                if not pw.consumer_records:
-                    pw.on_commit.append(lambda pw=pw: self.consumer.committed(pw.consumer_records))
-                    pw.on_fail.append(lambda _error, pw=pw: self._revert_consumer_groups(pw))
             pw.write.records.append((key, value))
             pw.consumer_records.append((gid, key, value))
         return list(writes.values())
-
-    def _revert_consumer_groups(self, failed: _PendingWrite) -> None:
-        in_flight = [r for pw in self._inflight.items() for r in pw.consumer_records]
-        self.consumer.revert(self._now, {gid for gid, _, _ in failed.consumer_records}, in_flight)
 
     def _classic_in_use(self, group_id: str) -> bool:
         """A classic group with members (or being deleted) holds ``group_id``."""
@@ -608,8 +634,8 @@ class GroupCoordinator:
                 leader=(group.leader_id if skip else old_leader) or "",
                 members=self._leader_member_list(group, jr.version) if skip and is_leader else [],
                 skip_assignment=skip and is_leader)
-            pw.on_commit.append(lambda: self._reply(jr.token, response))
-            pw.on_fail.append(lambda error: self._static_rejoin_failed(group, jr, old_id, new_id, previous, error))
+            pw.wait(lambda: self._reply(jr.token, response),
+                    lambda error: self._static_rejoin_failed(group, jr, old_id, new_id, previous, error))
             return
         group.set_join(member, jr.token, jr.version)
         if state is PREPARING:
@@ -881,8 +907,8 @@ class GroupCoordinator:
                 # once the assignment is stored (Kafka's storeGroup callback).
                 pw = self._store_group(group)
                 generation = group.generation_id
-                pw.on_commit.append(lambda: self._assignment_stored(group, generation))
-                pw.on_fail.append(lambda error: self._assignment_failed(group, generation, error))
+                pw.wait(lambda: self._assignment_stored(group, generation),
+                        lambda error: self._assignment_failed(group, generation, error))
         else:  # Stable
             member = group.members[member_id]
             self._synced(group, member)
@@ -1191,8 +1217,7 @@ class GroupCoordinator:
         pending transactional offsets committed (COMMIT) or drop them (ABORT); reply ``{"error_code"}``."""
         self._begin(now_ms)
         pw = self._write(partition, producer_id, producer_epoch, TxnMarker(commit, coordinator_epoch))
-        pw.on_commit.append(lambda: self._reply(token, {"error_code": E.NONE}))
-        pw.on_fail.append(lambda error: self._reply(token, {"error_code": error}))
+        pw.wait(lambda: self._reply(token, {"error_code": E.NONE}), lambda error: self._reply(token, {"error_code": error}))
         return self._finish()
 
     def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
@@ -1422,6 +1447,7 @@ class GroupCoordinator:
             self._write_offset(pw, group_id, tp, None)
         pw.write.records.append(GroupMetadataRecord(group_id, None).encode())
         group = self.groups.get(group_id)
+        before = (EMPTY, None, -1)
         if group is not None:
             for member_id in group.pending_members:
                 self.timers.cancel((_PENDING, group_id, member_id))
@@ -1429,8 +1455,9 @@ class GroupCoordinator:
             before = (group.state, group.previous_state, group.current_state_timestamp)
             group.transition_to(DEAD, self._now)
             self._deleting[group_id] = group
-            pw.on_commit.append(lambda: self._group_deleted(group))
-            pw.on_fail.append(lambda _error: self._group_kept(group, before))
+        # without a group (only offset commits in flight) the tombstone deletes the "simple" group their
+        # commit makes, as it follows them in the log
+        pw.deletions.append((group_id, group, before))
         return pw
 
     def _delete_consumer_group(self, group: ConsumerGroup) -> _PendingWrite:
@@ -1442,15 +1469,6 @@ class GroupCoordinator:
         self._consumer_writes()
         self._fx.removed_groups.append(group.group_id)
         return pw
-
-    def _group_deleted(self, group: Group) -> None:
-        gid = group.group_id
-        if self._deleting.get(gid) is group:
-            del self._deleting[gid]
-        if self.groups.get(gid) is group:
-            del self.groups[gid]
-            self._fx.removed_groups.append(gid)
-            log.info("group %s: deleted", gid)
 
     def _group_kept(self, group: Group, before: tuple[GroupState, GroupState | None, int]) -> None:
         gid = group.group_id
@@ -1681,6 +1699,12 @@ GroupCoordinator._BY_KEY = {
     ApiKey.OFFSET_DELETE: GroupCoordinator.offset_delete,
     ApiKey.CONSUMER_GROUP_DESCRIBE: GroupCoordinator.consumer_group_describe,
 }
+
+
+def _simple(group: Group | None) -> bool:
+    """``group`` is a "simple" group: it stands for committed offsets only (no protocol, no members)."""
+    return (group is not None and group.state is EMPTY and group.protocol_type is None and not group.members
+            and not group.pending_members)
 
 
 class _NoTopics:

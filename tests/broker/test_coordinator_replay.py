@@ -15,12 +15,11 @@ coordinator loads the committed writes' records.  Both must hold the same stored
 from __future__ import annotations
 
 import itertools
-import uuid
-from collections.abc import Iterable
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_consumer_group import Topics
 
 from broker.coordinator.group import GroupConfig, GroupCoordinator
 from broker.coordinator.group.consumer_group import ConsumerGroupConfig
@@ -35,29 +34,11 @@ T0 = 1_000_000
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-class Topics:
-    """A fixed metadata image for consumer groups."""
-
-    def __init__(self, **counts: int) -> None:
-        self.topics = {name: (uuid.UUID(int=i + 1), n) for i, (name, n) in enumerate(sorted(counts.items()))}
-
-    def topic_id(self, name: str) -> uuid.UUID | None:
-        t = self.topics.get(name)
-        return None if t is None else t[0]
-
-    def partition_count(self, name: str) -> int | None:
-        t = self.topics.get(name)
-        return None if t is None else t[1]
-
-    def topic_names(self) -> Iterable[str]:
-        return list(self.topics)
-
-
 # ================================================================================ group coordinator
 
 CLASSIC = ("c1", "c2", "x")      # "x" is also used as a consumer group (conversions both ways)
 CONSUMER = ("k1", "x")
-TOPICS = Topics(t=3, u=2)
+TOPICS = Topics(t=3, u=2)  # one image for the live shard and its reloaded twin
 GROUP_CONFIG = GroupConfig(
     min_session_timeout_ms=10, initial_rebalance_delay_ms=0, offsets_topic_num_partitions=2,
     offsets_retention_ms=20_000, offsets_retention_check_interval_ms=5_000,

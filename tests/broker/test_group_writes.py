@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_group_harness import Harness
 
-from broker.coordinator.group import GroupCoordinator, commit_error, group_write_error
+from broker.coordinator.group import GroupCoordinator, commit_error, coordinator_partition, group_write_error
 from protocol.error_codes import ErrorCode as E
 
 
@@ -149,7 +149,7 @@ def test_a_failed_write_does_not_undo_a_later_one() -> None:
 def test_partitions_complete_independently() -> None:
     h = Harness(auto_commit=False)
     groups = ["a", "b", "c", "d", "e"]
-    parts = {g: h.c._partition(g) for g in groups}
+    parts = {g: coordinator_partition(g, h.config.offsets_topic_num_partitions) for g in groups}
     x, y = next((g1, g2) for g1 in groups for g2 in groups if parts[g1] != parts[g2])
     tx = commit_token(h, x, {("t", 0): (1, "")})
     ty = commit_token(h, y, {("t", 0): (2, "")})
@@ -298,7 +298,7 @@ def test_deletion_across_partitions_answers_once_all_writes_completed() -> None:
     groups = ["a", "b", "c", "d", "e", "f"]
     by_part: dict[int, str] = {}
     for g in groups:
-        by_part.setdefault(h.c._partition(g), g)
+        by_part.setdefault(coordinator_partition(g, h.config.offsets_topic_num_partitions), g)
     x, y = list(by_part.values())[:2]
     h.commit(x, {("t", 0): (1, "")})
     h.commit(y, {("t", 0): (1, "")})

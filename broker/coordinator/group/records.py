@@ -19,7 +19,6 @@ Consumer-group records (types 3-8, 16) are :mod:`broker.coordinator.group.consum
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from protocol.errors import ProtocolError
@@ -60,8 +59,7 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 _I16 = struct.Struct(">h")
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedKey:
+class DecodedKey(NamedTuple):
     """A decoded ``__consumer_offsets`` key; ``topic``/``partition`` only for offset keys."""
 
     record_type: int

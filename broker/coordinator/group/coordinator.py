@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from broker.coordinator.write import TxnMarker, Write
+from broker.coordinator.write import TxnMarker, Write, append_error
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 
@@ -50,7 +50,7 @@ from .model import Group, OffsetEntry
 from .offsets import OffsetMetadataManager
 from .records import GroupCoordinatorRecord, GroupMetadataRecord, OffsetCommitRecord, decode_record
 from .timers import KeyedTimers
-from .writes import Effects, PendingWrite, ShardWrites, commit_error, group_write_error
+from .writes import Effects, GroupWrite, ShardWrites, commit_error, group_write_error
 
 __all__ = ["Effects", "GroupCoordinator", "Write", "commit_error", "group_write_error"]
 
@@ -246,7 +246,7 @@ class GroupCoordinator:
         """DeleteGroups v0-2: only Empty groups; writes offset and group tombstones."""
         self._begin(now_ms)
         results = []
-        waits: dict[int, tuple[PendingWrite, list[Response]]] = {}
+        waits: dict[int, tuple[GroupWrite, list[Response]]] = {}
         for gid in request.get("groups_names") or ():
             entry: Response = {"group_id": gid, "error_code": E.NONE}
             error = self.membership.delete_check(gid, self.offset_manager.has_offsets(gid))
@@ -257,7 +257,7 @@ class GroupCoordinator:
                 waits.setdefault(pw.write.write_id, (pw, []))[1].append(entry)
             results.append(entry)
 
-        def failed(pw: PendingWrite, append_error: ErrorCode) -> None:
+        def failed(pw: GroupWrite, append_error: ErrorCode) -> None:
             for entry in waits[pw.write.write_id][1]:
                 entry["error_code"] = group_write_error(append_error)
 
@@ -265,7 +265,7 @@ class GroupCoordinator:
                             failed)
         return self._finish()
 
-    def _delete_group(self, group_id: str) -> PendingWrite:
+    def _delete_group(self, group_id: str) -> GroupWrite:
         """Tombstone the group's offsets and the group (Kafka's ``deleteAllOffsets`` then the group's
         tombstone records); see :meth:`GroupMetadataManager.delete_group`."""
         pw = self._w.for_group(group_id)
@@ -332,8 +332,7 @@ class GroupCoordinator:
                 log.info("group %s: deleted", gid)
         if pw.consumer_records:
             self.membership.consumer_records_committed(pw.consumer_records)
-        for committed, _ in pw.waiters:
-            committed()
+        pw.committed()
         return self._finish()
 
     def write_failed(self, now_ms: int, write_id: int, error_code: int) -> Effects:
@@ -341,10 +340,7 @@ class GroupCoordinator:
         carried is applied, and every reply that waited on it gets the mapped error."""
         self._begin(now_ms)
         pw = self._w.take(write_id)
-        try:
-            error = ErrorCode(error_code) if error_code else E.UNKNOWN_SERVER_ERROR
-        except ValueError:
-            error = E.UNKNOWN_SERVER_ERROR
+        error = append_error(error_code)
         log.warning("__consumer_offsets-%d: write of %d record(s) failed with %s", pw.write.partition,
                     len(pw.write.records), error.name)
         for _, group, before in pw.deletions:
@@ -354,8 +350,7 @@ class GroupCoordinator:
             reverted = self.membership.consumer_records_failed(pw.consumer_records, in_flight)
             for gid in reverted & self.offsets.keys():
                 self.membership.ensure_group(gid)  # a group it took away had committed offsets meanwhile
-        for _, failed in pw.waiters:
-            failed(error)
+        pw.failed(error)
         return self._finish()
 
     # -- replay ----------------------------------------------------------------------------------

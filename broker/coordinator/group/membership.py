@@ -64,7 +64,7 @@ from .consumer_group import TIMER_KINDS, ConsumerGroups, TopicCatalog, TopicView
 from .model import Group, GroupState, Member
 from .records import GroupMetadataRecord, subscribed_topics
 from .timers import KeyedTimers
-from .writes import PendingWrite, ShardWrites, StateBefore, group_write_error
+from .writes import GroupWrite, ShardWrites, StateBefore, group_write_error
 
 __all__ = ["CLASSIC_TIMER_KINDS", "GroupMetadataManager"]
 
@@ -228,7 +228,7 @@ class GroupMetadataManager:
             self._w.for_group(gid).write.records.append(GroupMetadataRecord(gid, None).encode())
         response = self.consumer.heartbeat(self._w.now, api_version, request, client_id, client_host, topic_view)
 
-        def failed(_pw: PendingWrite, append_error: ErrorCode) -> None:
+        def failed(_pw: GroupWrite, append_error: ErrorCode) -> None:
             response.update(error_code=group_write_error(append_error), assignment=None)
 
         self._w.reply_after(self.consumer_writes(), token, response, failed)
@@ -243,10 +243,10 @@ class GroupMetadataManager:
         self.consumer.metadata_changed(self._w.now)
         self.consumer_writes()
 
-    def consumer_writes(self) -> list[PendingWrite]:
+    def consumer_writes(self) -> list[GroupWrite]:
         """Put the records the consumer groups emitted into this call's writes; when one commits its
         records become the groups' committed state, when one fails its groups revert to that state."""
-        writes: dict[int, PendingWrite] = {}
+        writes: dict[int, GroupWrite] = {}
         for gid, key, value in self.consumer.drain():
             partition = self._w.partition(gid)
             pw = writes.get(partition)
@@ -636,7 +636,7 @@ class GroupMetadataManager:
             return E.ILLEGAL_GENERATION
         return None
 
-    def _store_group(self, group: Group) -> PendingWrite:
+    def _store_group(self, group: Group) -> GroupWrite:
         """Add the group's metadata record to its partition's write; returns that write."""
         protocol = group.protocol_name
         value = {
@@ -995,7 +995,7 @@ class GroupMetadataManager:
         group = self.groups.get(group_id)
         return group is not None and group.state is EMPTY and not group.pending_members
 
-    def delete_group(self, pw: PendingWrite, group_id: str) -> None:
+    def delete_group(self, pw: GroupWrite, group_id: str) -> None:
         """Add ``group_id``'s tombstone to ``pw`` (its offsets' are the offset manager's): a consumer group's
         records go at once; a classic group is Dead for writes (joins and commits get
         COORDINATOR_NOT_AVAILABLE) and still Empty for reads until the write completes, then gone (or Empty

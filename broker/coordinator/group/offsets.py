@@ -5,7 +5,7 @@ for their producer's marker.  Both change only through :meth:`OffsetMetadataMana
 offset record) and :meth:`OffsetMetadataManager.replay_end_transaction` (a COMMIT/ABORT marker) —
 the same code on load, for the records of the log, and when a write commits, for the records it
 carries — so OffsetFetch, the metrics and expiry read committed state only.  What is written and
-not committed yet is read from the writes in flight themselves (:class:`~broker.coordinator.group.writes.PendingWrite`):
+not committed yet is read from the writes in flight themselves (:class:`~broker.coordinator.group.writes.GroupWrite`):
 a group with offsets in flight has offsets to delete, and a transactional commit in flight makes
 OffsetFetch with ``require_stable`` answer UNSTABLE_OFFSET_COMMIT (KIP-447).  A write that fails
 changes nothing here.
@@ -26,7 +26,7 @@ from .config import GroupConfig
 from .membership import GroupMetadataManager
 from .model import OffsetEntry
 from .records import OffsetCommitRecord
-from .writes import PendingWrite, ShardWrites, commit_error, group_write_error
+from .writes import GroupWrite, ShardWrites, commit_error, group_write_error
 
 __all__ = ["OffsetMetadataManager"]
 
@@ -114,13 +114,13 @@ class OffsetMetadataManager:
 
     # ============================================================================ writing
 
-    def write_offset(self, pw: PendingWrite, group_id: str, tp: TopicPartition, entry: OffsetEntry | None) -> None:
+    def write_offset(self, pw: GroupWrite, group_id: str, tp: TopicPartition, entry: OffsetEntry | None) -> None:
         """Add an offset commit (or, with ``entry`` None, its tombstone) to ``pw``; replayed when it commits."""
         record = OffsetCommitRecord(group_id, tp[0], tp[1], entry)
         pw.write.records.append(record.encode())
         pw.offsets.append(record)
 
-    def delete_all(self, pw: PendingWrite, group_id: str) -> None:
+    def delete_all(self, pw: GroupWrite, group_id: str) -> None:
         """Tombstone every offset of ``group_id``, committed or in flight (the group is being deleted)."""
         for tp in sorted(set(self.offsets.get(group_id, ())) | self.in_flight(group_id)):
             self.write_offset(pw, group_id, tp, None)
@@ -164,7 +164,7 @@ class OffsetMetadataManager:
         counts = self._partition_count
         max_meta = self.config.offset_metadata_max_bytes
         now = self._w.now
-        pw: PendingWrite | None = None
+        pw: GroupWrite | None = None
         accepted: list[Response] = []
         out_topics = []
         for t in topics:
@@ -195,7 +195,7 @@ class OffsetMetadataManager:
             out_topics.append({"name": name, "partitions": out_parts})
         resp["topics"] = out_topics
 
-        def failed(_pw: PendingWrite, append_error: ErrorCode) -> None:
+        def failed(_pw: GroupWrite, append_error: ErrorCode) -> None:
             code = commit_error(append_error)
             for part in accepted:
                 part["error_code"] = code
@@ -272,7 +272,7 @@ class OffsetMetadataManager:
         group_id = g("group_id") or ""
         error, subscribed = self._groups.validate_offset_delete(group_id, self.has_offsets(group_id))
         out_topics = []
-        pw: PendingWrite | None = None
+        pw: GroupWrite | None = None
         if error is None:
             offsets = self.offsets.get(group_id, {})
             pending = self.in_flight(group_id)
@@ -294,7 +294,7 @@ class OffsetMetadataManager:
         resp: Response = {"error_code": E.NONE if error is None else error, "throttle_time_ms": 0,
                           "topics": out_topics}
 
-        def failed(_pw: PendingWrite, append_error: ErrorCode) -> None:
+        def failed(_pw: GroupWrite, append_error: ErrorCode) -> None:
             resp["error_code"] = group_write_error(append_error)
             resp["topics"] = []
 

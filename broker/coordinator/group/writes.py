@@ -2,12 +2,12 @@
 
 A call on the shard (:class:`~broker.coordinator.group.coordinator.GroupCoordinator`) runs inside a
 :class:`ShardWrites`: the time of the call, the :class:`Effects` it builds, and one open
-:class:`PendingWrite` per ``__consumer_offsets`` partition it writes to (one batch each).  When the
+:class:`GroupWrite` per ``__consumer_offsets`` partition it writes to (one batch each).  When the
 call finishes, its writes are handed out; they complete (``write_committed`` / ``write_failed``) in
 that order per partition.  The membership and offset managers write through the same
 :class:`ShardWrites`, so the records of one call share one batch per partition.
 
-A :class:`PendingWrite` says what its outcome settles (see its doc): the records the shard replays
+A :class:`GroupWrite` says what its outcome settles (see its doc): the records the shard replays
 when it commits, the group tombstones it carries, its KIP-848 records, and the waiters — the replies
 held back until it is durable.  Pure: no I/O, no clock of its own.
 """
@@ -21,6 +21,7 @@ from typing import Any
 from broker.coordinator.write import (
     TOO_LARGE,
     InFlightWrites,
+    PendingWrite,
     TxnMarker,
     Write,
     coordinator_unavailable,
@@ -32,7 +33,7 @@ from .model import Group, GroupState
 from .partitioning import coordinator_partition
 from .records import OffsetCommitRecord
 
-__all__ = ["Effects", "PendingWrite", "ShardWrites", "commit_error", "group_write_error"]
+__all__ = ["Effects", "GroupWrite", "ShardWrites", "commit_error", "group_write_error"]
 
 E = ErrorCode
 Response = dict[str, Any]
@@ -62,8 +63,8 @@ class Effects:
         return [(w.partition, key, value) for w in self.writes for key, value in w.records]
 
 
-class PendingWrite:
-    """A handed-out write and what its outcome settles.
+class GroupWrite(PendingWrite):
+    """A handed-out write of the shard and what its outcome settles.
 
     What it carries, by the way it reaches the shard's state:
 
@@ -75,23 +76,18 @@ class PendingWrite:
       only the group's offsets existed);
     * ``consumer_records`` — KIP-848 group records, replayed when they were emitted: committed with the
       write, or their groups reverted when it fails;
-    * ``waiters`` — what waits for the outcome (Kafka's append future): the replies held back, and the
+    * ``waiters`` (:class:`~broker.coordinator.write.PendingWrite`) — the replies held back, and the
       completion of a classic group's stored metadata (Stable after SyncGroup, a static member's new id).
     """
 
-    __slots__ = ("consumer_records", "deletions", "offsets", "waiters", "write")
+    __slots__ = ("consumer_records", "deletions", "offsets")
 
     def __init__(self, write: Write) -> None:
-        self.write = write
+        super().__init__(write)
         self.offsets: list[OffsetCommitRecord] = []
         self.deletions: list[tuple[str, Group | None, StateBefore]] = []
         #: as (group id, key, value)
         self.consumer_records: list[tuple[str, bytes, bytes | None]] = []
-        self.waiters: list[tuple[Callable[[], None], Callable[[ErrorCode], None]]] = []
-
-    def wait(self, committed: Callable[[], None], failed: Callable[[ErrorCode], None]) -> None:
-        """Call ``committed()`` once the write is durable, or ``failed(append_error)`` if it fails."""
-        self.waiters.append((committed, failed))
 
 
 def commit_error(append_error: ErrorCode) -> ErrorCode:
@@ -119,8 +115,8 @@ class ShardWrites:
         self._partitions = partitions
         # the writes the current call is building (one per partition), then the handed-out ones until
         # they commit or fail, in hand-out order per partition
-        self._open: dict[int, PendingWrite] = {}
-        self._inflight: InFlightWrites[PendingWrite] = InFlightWrites()
+        self._open: dict[int, GroupWrite] = {}
+        self._inflight: InFlightWrites[GroupWrite] = InFlightWrites()
         self._next_write_id = 1
 
     def __len__(self) -> int:
@@ -151,24 +147,24 @@ class ShardWrites:
         return coordinator_partition(group_id, self._partitions)
 
     def write(self, partition: int, producer_id: int = -1, producer_epoch: int = -1,
-              marker: TxnMarker | None = None) -> PendingWrite:
+              marker: TxnMarker | None = None) -> GroupWrite:
         """The write the current call appends to ``partition`` (one batch per partition and call); with a
         producer id, that producer's transactional batch (or, with ``marker``, its COMMIT/ABORT marker)."""
         pw = self._open.get(partition)
         if pw is None:
-            pw = self._open[partition] = PendingWrite(Write(self._next_write_id, partition, [], producer_id,
+            pw = self._open[partition] = GroupWrite(Write(self._next_write_id, partition, [], producer_id,
                                                             producer_epoch, marker))
             self._next_write_id += 1
         elif (pw.write.producer_id, pw.write.marker) != (producer_id, marker):
             raise ValueError(f"one batch per partition and call: {pw.write} and producer {producer_id}")
         return pw
 
-    def for_group(self, group_id: str) -> PendingWrite:
+    def for_group(self, group_id: str) -> GroupWrite:
         """The write of the current call to ``group_id``'s partition."""
         return self.write(self.partition(group_id))
 
-    def reply_after(self, writes: list[PendingWrite], token: Hashable, response: Response,
-                    on_error: Callable[[PendingWrite, ErrorCode], None]) -> None:
+    def reply_after(self, writes: list[GroupWrite], token: Hashable, response: Response,
+                    on_error: Callable[[GroupWrite, ErrorCode], None]) -> None:
         """Send ``response`` to ``token`` once every write in ``writes`` has completed.
 
         A failed write first calls ``on_error(write, append_error)`` to put its error into the
@@ -185,21 +181,21 @@ class ShardWrites:
                 self.reply(token, response)
 
         for pw in writes:
-            def failed(error: ErrorCode, pw: PendingWrite = pw) -> None:
+            def failed(error: ErrorCode, pw: GroupWrite = pw) -> None:
                 on_error(pw, error)
                 settle()
 
             pw.wait(settle, failed)
 
-    def take(self, write_id: int) -> PendingWrite:
+    def take(self, write_id: int) -> GroupWrite:
         """The handed-out write ``write_id``, which completes now (the oldest of its partition)."""
         return self._inflight.take(write_id)
 
-    def in_flight(self) -> list[PendingWrite]:
+    def in_flight(self) -> list[GroupWrite]:
         """The handed-out writes not completed yet, oldest first per partition."""
         return self._inflight.items()
 
-    def pending(self) -> Iterator[PendingWrite]:
+    def pending(self) -> Iterator[GroupWrite]:
         """The writes not committed yet: those handed out, then those the current call is building."""
         yield from self._inflight.items()
         yield from self._open.values()

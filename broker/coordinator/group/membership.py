@@ -142,8 +142,11 @@ class GroupMetadataManager:
     # ============================================================================ replay
 
     def replay(self, record: GroupMetadataRecord) -> None:
-        """Apply a classic group's record: its metadata rebuilds the group (on load: in memory the group is
-        already what its snapshot says), its tombstone removes it."""
+        """Apply a classic group's record: its metadata rebuilds the group, its tombstone removes it.
+
+        A load replays both.  Live, a group is already what the snapshot its write carries says (requests
+        change it in memory, as Kafka's), so the shard replays only the tombstone of a deletion that
+        commits (:meth:`deletion_committed`)."""
         if record.value is None:
             self.groups.pop(record.group_id, None)
         else:
@@ -203,6 +206,7 @@ class GroupMetadataManager:
             self._group_kept(group, before)
 
     def consumer_records_committed(self, records: list[tuple[str, bytes, bytes | None]]) -> None:
+        """A write of consumer-group records (replayed when emitted) committed: they are what is stored."""
         self.consumer.committed(records)
 
     def consumer_records_failed(self, failed: list[tuple[str, bytes, bytes | None]],

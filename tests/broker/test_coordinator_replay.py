@@ -15,7 +15,7 @@ coordinator loads the committed writes' records.  Both must hold the same stored
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -34,6 +34,16 @@ from protocol.error_codes import ErrorCode as E
 
 T0 = 1_000_000
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+D = TypeVar("D")
+
+
+def run(driver: D, ops: list[tuple[Any, ...]]) -> D:
+    """Apply each ``(method, *args)`` of ``ops`` to ``driver``."""
+    for kind, *args in ops:
+        getattr(driver, kind)(*args)
+    return driver
 
 
 # ================================================================================ group coordinator
@@ -278,10 +288,7 @@ def assert_group_state_replays(d: GroupDriver) -> None:
 @PROPERTY
 @given(st.lists(GROUP_OPS, max_size=80))
 def test_group_coordinator_state_is_what_its_log_replays_to(ops: list[tuple[Any, ...]]) -> None:
-    d = GroupDriver()
-    for op in ops:
-        kind, *args = op
-        getattr(d, kind)(*args)
+    d = run(GroupDriver(), ops)
     d.commit_everything()
     assert d.c.writes_in_flight() == 0
     assert_group_state_replays(d)
@@ -417,10 +424,7 @@ def assert_txn_state_replays(d: TxnDriver) -> None:
 @PROPERTY
 @given(st.lists(TXN_OPS, max_size=80))
 def test_transaction_coordinator_state_is_what_its_log_replays_to(ops: list[tuple[Any, ...]]) -> None:
-    d = TxnDriver()
-    for op in ops:
-        kind, *args = op
-        getattr(d, kind)(*args)
+    d = run(TxnDriver(), ops)
     while d.writes:
         d.complete(None)
     assert d.c.writes_in_flight() == 0

@@ -1025,7 +1025,7 @@ class GroupMetadataManager:
     @staticmethod
     def _validate_offset_commit(group: Group, member_id: str, instance_id: str | None,
                                 generation: int, transactional: bool = False) -> ErrorCode | None:
-        """Kafka's ``ClassicGroup.validateOffsetCommit`` (notes §4.5); a transactional commit without
+        """Kafka's ``ClassicGroup.validateOffsetCommit`` (docs/classic-groups.md "OffsetCommit"); a transactional commit without
         member information is accepted whatever the group's state (exactly-once without membership)."""
         if group.state is DEAD:
             return E.COORDINATOR_NOT_AVAILABLE

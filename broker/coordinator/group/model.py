@@ -1,6 +1,6 @@
 """In-memory model of classic groups: states, members, offsets.
 
-State transitions (notes §4.1, Kafka's ``ClassicGroupState``)::
+State transitions (docs/classic-groups.md "States", Kafka's ``ClassicGroupState``)::
 
     state                 valid previous states
     Empty                 PreparingRebalance            (and initial/reloaded groups)

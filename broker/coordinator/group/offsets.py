@@ -303,7 +303,7 @@ class OffsetMetadataManager:
     # ============================================================================ expiry
 
     def expired(self, group_id: str, keep: frozenset[str], since: int | None) -> list[TopicPartition]:
-        """The committed offsets of ``group_id`` past retention now (notes §4.8): an offset with an explicit
+        """The committed offsets of ``group_id`` past retention now (docs/classic-groups.md "Offset expiry"): an offset with an explicit
         expiry goes then; any other once ``offsets.retention.ms`` passed ``since`` (None: its commit).
         Offsets of the topics in ``keep`` stay."""
         now = self._w.now

@@ -1,4 +1,5 @@
-"""``__consumer_offsets`` keys and values in Kafka's exact byte format (notes §4.7).
+"""``__consumer_offsets`` keys and values in Kafka's exact byte format (docs/classic-groups.md,
+"What ``__consumer_offsets`` holds").
 
 * key   = ``int16 record_type`` + key struct  (1 = OffsetCommitKey, 2 = GroupMetadataKey;
   type 0 is the legacy offset key with identical bytes and is accepted when reading);

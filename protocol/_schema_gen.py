@@ -5,8 +5,9 @@ Run once when a spec changes::
     python -m protocol._schema_gen ../shared/reference/kafka-message-specs/trunk-2025-02-14 \
         ../shared/reference/kafka-message-specs/kafka-4.2
 
-A spec missing from the first directory is taken from the next that has it (the Kafka 4.2 set adds the
-APIs the trunk snapshot predates; the served versions of the others stay as generated from it).
+A spec missing from the first directory, or one whose versions stop below the newest we serve, is
+taken from the next that has it (the Kafka 4.2 set adds the APIs and versions the trunk snapshot
+predates, e.g. AlterPartitionReassignments v1; the others stay as generated from the first).
 
 It writes ``protocol/schemas/<api>.py``; the output is ordinary source that is
 reviewed and committed.  Nothing at run time reads JSON.
@@ -171,6 +172,11 @@ def emit_fields(fields: list[dict], common: dict[str, dict], indent: str) -> lis
     return out
 
 
+def _newest_version(spec: dict) -> int:
+    valid = spec.get("validVersions", "0")
+    return int(valid.split("-")[-1].rstrip("+"))
+
+
 def emit_message(spec: dict, versions: tuple[int, int] | None, var: str) -> str:
     common = {c["name"]: c for c in spec.get("commonStructs", [])}
     valid = spec.get("validVersions", "0")
@@ -195,15 +201,19 @@ HEADER = '"""{doc}\n\nDeclarative schema generated from Apache Kafka\'s message 
 def main(spec_dir: str, *overlays: str) -> None:
     roots = [Path(d) for d in (spec_dir, *overlays)]
 
-    def spec(name: str) -> Any:
-        return load(next((r / f"{name}.json" for r in roots if (r / f"{name}.json").exists()), roots[-1] / f"{name}.json"))
+    def spec(name: str, newest: int | None = None) -> Any:
+        """The first directory's spec of ``name`` that knows version ``newest`` (any version when None)."""
+        found = [load(r / f"{name}.json") for r in roots if (r / f"{name}.json").exists()]
+        if not found:
+            return load(roots[-1] / f"{name}.json")
+        return next((s for s in found if newest is None or _newest_version(s) >= newest), found[-1])
 
     out_dir = Path(__file__).parent / "schemas"
     out_dir.mkdir(exist_ok=True)
     index: list[tuple[str, str]] = []
     for api, versions in SERVED.items():
-        req = spec(f"{api}Request")
-        resp = spec(f"{api}Response")
+        req = spec(f"{api}Request", versions[1])
+        resp = spec(f"{api}Response", versions[1])
         module = snake(api)
         text = HEADER.format(doc=f"{api} (API key {req['apiKey']}): request and response, v{versions[0]}-v{versions[1]}.")
         text += "\n" + emit_message(req, versions, f"{api}Request") + "\n\n" + emit_message(resp, versions, f"{api}Response") + "\n"

@@ -14,6 +14,7 @@ AlterPartitionReassignmentsRequest = Message(
     flexible_from=0,
     fields=(
         F('timeout_ms', 'int32', (0, None), default=60000),
+        F('allow_replication_factor_change', 'bool', (1, None), default=True),
         F('topics', '[]struct', (0, None), fields=(
             F('name', 'string', (0, None)),
             F('partitions', '[]struct', (0, None), fields=(
@@ -31,6 +32,7 @@ AlterPartitionReassignmentsResponse = Message(
     flexible_from=0,
     fields=(
         F('throttle_time_ms', 'int32', (0, None)),
+        F('allow_replication_factor_change', 'bool', (1, None), default=True),
         F('error_code', 'int16', (0, None)),
         F('error_message', 'string', (0, None), nullable=(0, None)),
         F('responses', '[]struct', (0, None), fields=(

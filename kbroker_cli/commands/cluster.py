@@ -291,6 +291,9 @@ async def decommission(ctx: Ctx, args: argparse.Namespace) -> int:
         raise UsageError("--wait-timeout must be positive")
     async with admin(ctx) as client:
         md, current = await _cluster(client)
+        if leaving not in md.brokers and not any(leaving in replicas for replicas in current.values()):
+            raise CliError(f"cannot decommission broker {leaving}: it is not in the cluster (brokers "
+                           f"{','.join(map(str, sorted(md.brokers)))}) and holds no replica")
         ongoing = await _ongoing(client)
         racks = {b.node_id: b.rack for b in md.brokers.values()}
         try:

@@ -14,11 +14,12 @@ order.  Plans are deterministic (the same input gives the same plan, whatever th
 mappings) and move as few replicas as they can:
 
 * :func:`rebalance` moves the replicas of brokers that are not live onto live ones, then spreads
-  each topic's replicas over the live brokers so that counts differ by at most one per topic (and
-  over all topics), then does the same for preferred leaders (by reordering replica lists, which
-  moves no data).  A replica moves only from a broker above the even share to one below it, so
-  on a cluster without racks the number of moved replicas is the least any balanced plan needs;
-  a balanced cluster gets an empty plan.
+  each topic's replicas over the live brokers so that counts differ by at most one per topic, then
+  evens out each broker's total over all topics by moves that keep every topic's spread, then does
+  the same for preferred leaders (by reordering replica lists, which moves no data).  Within a topic
+  a replica moves only from a broker above the even share to one below it, so on a cluster without
+  racks a topic gets the fewest moves that even it out (evening out the totals may add a few); a
+  balanced cluster gets an empty plan.
 * :func:`decommission` moves every replica of one broker to the least loaded live brokers (and
   hands its preferred leaderships to the replicas leading least), and moves nothing else.
 
@@ -47,10 +48,8 @@ Assignments = Mapping[Partition, Sequence[int]]
 Plan = dict[Partition, list[int]]
 #: one step of a balancing path: (partition, from broker, to broker)
 _Step = tuple[Partition, int, int]
-#: the steps (alternatives) from one broker to another, using none of the given partitions
-_Find = Callable[[int, int, set[Partition]], list[_Step]]
-#: whether a run of steps of one topic from the first broker to the second keeps that topic as even
-_RunOk = Callable[[str, int, int], bool]
+#: the best step from one broker to another using none of the given partitions, if there is one
+_Find = Callable[[int, int, set[Partition]], _Step | None]
 
 
 class PlanError(ValueError):
@@ -124,6 +123,9 @@ class _Planner:
             self.original[tp] = tuple(replicas)
             self.replicas[tp] = replicas
             self.partitions.setdefault(tp[0], []).append(tp)
+        for replicas in self.replicas.values():
+            for b in replicas:
+                self._rack.setdefault(b, f"\0{b}")  # a broker of unknown rack is a rack of its own
         self.topic_names = sorted(self.partitions)
         self.count: dict[str, Counter[int]] = {t: Counter() for t in self.topic_names}
         self.leads: dict[str, Counter[int]] = {t: Counter() for t in self.topic_names}
@@ -154,19 +156,27 @@ class _Planner:
         led.add(tp) if delta > 0 else led.discard(tp)
 
     def rack(self, broker: int) -> str:
-        """The broker's rack; a broker of unknown rack is a rack of its own."""
-        return self._rack.get(broker, f"\0{broker}")
+        """The broker's rack (without racks, or not known: a rack of its own)."""
+        return self._rack[broker]
 
     def _rack_counts(self, tp: Partition, leaving: Callable[[int], bool] = lambda b: False) -> Counter[str]:
         return Counter(self.rack(b) for b in self.replicas[tp] if not leaving(b))
 
     def _rack_ok(self, tp: Partition, src: int, dst: int) -> bool:
-        """Moving ``tp``'s replica from ``src`` to ``dst`` leaves its rack spread at least as even."""
-        src_rack, dst_rack = self.rack(src), self.rack(dst)
+        """Moving ``tp``'s replica from ``src`` to ``dst`` (not a replica of it) leaves its rack spread
+        at least as even."""
+        if not self.racks_matter:
+            return True  # every broker a rack of its own: one replica per rack whatever moves
+        racks = self._rack
+        src_rack, dst_rack = racks[src], racks[dst]
         if src_rack == dst_rack:
             return True
-        counts = self._rack_counts(tp)
-        return counts[dst_rack] < counts[src_rack]
+        in_dst = in_src = 0
+        for b in self.replicas[tp]:
+            rack = racks[b]
+            in_dst += rack == dst_rack
+            in_src += rack == src_rack
+        return in_dst < in_src
 
     def move(self, step: _Step) -> None:
         """Replace ``tp``'s replica on ``src`` with one on ``dst``, in the same place in the list."""
@@ -265,25 +275,28 @@ class _Planner:
         racks allow; brokers of one rack always end within one of each other)."""
         count = self.count[topic]
 
-        def find(src: int, dst: int, used: set[Partition]) -> list[_Step]:
-            step = self._replica_step(topic, src, dst, used)
-            return [] if step is None else [step]
+        def find(src: int, dst: int, used: set[Partition]) -> _Step | None:
+            return self._replica_step(topic, src, dst, used)
 
         for nodes in self._node_groups():
             self._balance(nodes, count.__getitem__, self.total.__getitem__, find, self.move)
 
     def balance_total_replicas(self) -> None:
-        """Brokers end with even shares of all replicas, by moves that keep every topic's spread."""
+        """Brokers end with even shares of all replicas, by moves that each keep their topic's spread (a
+        replica of a topic moves only to a broker holding fewer of that topic)."""
 
-        def find(src: int, dst: int, used: set[Partition]) -> list[_Step]:
-            steps = (self._replica_step(topic, src, dst, used) for topic in self.topic_names)
-            return [step for step in steps if step is not None]
-
-        def run_ok(topic: str, src: int, dst: int) -> bool:
-            return self.count[topic][src] > self.count[topic][dst]
+        def find(src: int, dst: int, used: set[Partition]) -> _Step | None:
+            best: tuple[int, _Step] | None = None
+            for topic in self.topic_names:
+                gap = self.count[topic][src] - self.count[topic][dst]
+                if gap > 0 and (best is None or gap > best[0]):
+                    step = self._replica_step(topic, src, dst, used)
+                    if step is not None:
+                        best = (gap, step)
+            return None if best is None else best[1]
 
         for nodes in self._node_groups():
-            self._balance(nodes, self.total.__getitem__, lambda b: 0, find, self.move, run_ok)
+            self._balance(nodes, self.total.__getitem__, lambda b: 0, find, self.move)
 
     def _replica_step(self, topic: str, src: int, dst: int, used: set[Partition]) -> _Step | None:
         """The best of the topic's replicas on ``src`` to move to ``dst``: one that keeps the racks spread,
@@ -312,23 +325,26 @@ class _Planner:
         """Each live broker is the preferred leader of the topic's even share of partitions, give or take
         one, by reordering replica lists (a partition already in the plan is reordered first)."""
 
-        def find(src: int, dst: int, used: set[Partition]) -> list[_Step]:
-            step = self._leader_step(topic, src, dst, used)
-            return [] if step is None else [step]
+        def find(src: int, dst: int, used: set[Partition]) -> _Step | None:
+            return self._leader_step(topic, src, dst, used)
 
         self._balance(self.live, self.leads[topic].__getitem__, self.total_leads.__getitem__, find, self.prefer)
 
     def balance_total_leaders(self) -> None:
-        """Brokers lead even shares of all partitions, by reorders that keep every topic's leader spread."""
+        """Brokers lead even shares of all partitions as far as reorders that each keep their topic's leader
+        spread can take them."""
 
-        def find(src: int, dst: int, used: set[Partition]) -> list[_Step]:
-            steps = (self._leader_step(topic, src, dst, used) for topic in self.topic_names)
-            return [step for step in steps if step is not None]
+        def find(src: int, dst: int, used: set[Partition]) -> _Step | None:
+            best: tuple[int, _Step] | None = None
+            for topic in self.topic_names:
+                gap = self.leads[topic][src] - self.leads[topic][dst]
+                if gap > 0 and (best is None or gap > best[0]):
+                    step = self._leader_step(topic, src, dst, used)
+                    if step is not None:
+                        best = (gap, step)
+            return None if best is None else best[1]
 
-        def run_ok(topic: str, src: int, dst: int) -> bool:
-            return self.leads[topic][src] > self.leads[topic][dst]
-
-        self._balance(self.live, self.total_leads.__getitem__, lambda b: 0, find, self.prefer, run_ok)
+        self._balance(self.live, self.total_leads.__getitem__, lambda b: 0, find, self.prefer)
 
     def _leader_step(self, topic: str, src: int, dst: int, used: set[Partition]) -> _Step | None:
         """A partition of the topic led by ``src`` with a replica on ``dst`` (one already in the plan first)."""
@@ -348,11 +364,10 @@ class _Planner:
         return -1 if diff >= 2 else 0 if diff == 1 else 1
 
     def _balance(self, nodes: Sequence[int], load: Callable[[int], int], weight: Callable[[int], int], find: _Find,
-                 apply: Callable[[_Step], None], run_ok: _RunOk | None = None) -> None:
+                 apply: Callable[[_Step], None]) -> None:
         """Bring every one of ``nodes``' ``load`` within [share, share + 1] by augmenting paths of ``find``
         steps: first out of the brokers above share + 1, then into the brokers below the share.
-        ``weight`` breaks ties (a heavier broker gives first, a lighter one takes first); ``run_ok``
-        see :func:`_path`."""
+        ``weight`` breaks ties (a heavier broker gives first, a lighter one takes first)."""
         lo, extra = divmod(sum(load(b) for b in nodes), len(nodes))
         hi = lo + (1 if extra else 0)
 
@@ -365,9 +380,9 @@ class _Planner:
         stuck: set[int] = set()
         while over := [b for b in givers(hi) if b not in stuck]:
             src = over[0]
-            path = _path([src], lambda b: load(b) < lo, takers(), find, run_ok)
+            path = _path([src], lambda b: load(b) < lo, takers(), find)
             if path is None and hi > lo:
-                path = _path([src], lambda b: load(b) < hi, takers(), find, run_ok)
+                path = _path([src], lambda b: load(b) < hi, takers(), find)
             if path is None:
                 stuck.add(src)
                 continue
@@ -376,7 +391,7 @@ class _Planner:
         stuck = set()
         while under := [b for b in takers() if load(b) < lo and b not in stuck]:
             dst = under[0]
-            path = _path(givers(lo), {dst}.__contains__, takers(), find, run_ok)
+            path = _path(givers(lo), {dst}.__contains__, takers(), find)
             if path is None:
                 stuck.add(dst)
                 continue
@@ -384,53 +399,24 @@ class _Planner:
                 apply(step)
 
 
-def _path(sources: Iterable[int], is_sink: Callable[[int], bool], nodes: Sequence[int], find: _Find,
-          run_ok: _RunOk | None = None) -> list[_Step] | None:
+def _path(sources: Iterable[int], is_sink: Callable[[int], bool], nodes: Sequence[int],
+          find: _Find) -> list[_Step] | None:
     """The shortest chain of steps from one of ``sources`` to a sink, breadth first.  A chain uses each
-    broker and each partition once, so its steps stay valid in any order and only its ends change load.
-
-    With ``run_ok``, the steps also move counts of the partitions' topics: a run of consecutive steps
-    of one topic takes one from the run's first broker and gives one to its last, which must keep that
-    topic as even as it was (``run_ok(topic, first, last)``)."""
-    queue: deque[tuple[int, list[_Step]]] = deque((s, []) for s in sources)
-    seen: set[object] = {(s, None, None) if run_ok else s for s in {s for s, _ in queue}}
+    broker and each partition once, so its steps stay valid in any order and only its ends change load."""
+    starts = list(sources)
+    seen = set(starts)
+    queue: deque[tuple[int, list[_Step]]] = deque((s, []) for s in starts)
     while queue:
         node, path = queue.popleft()
         used = {step[0] for step in path}
-        on_path = {step[1] for step in path} | {node}
-        run_topic, run_start = _trailing_run(path)
         for nxt in nodes:
-            if nxt in on_path or (run_ok is None and nxt in seen):
+            if nxt in seen:
                 continue
-            for step in find(node, nxt, used):
-                topic = step[0][0]
-                if run_ok is None:
-                    key: object = nxt
-                    start = node
-                else:
-                    if run_topic is not None and topic != run_topic and not run_ok(run_topic, run_start, node):
-                        continue
-                    start = run_start if topic == run_topic else node
-                    key = (nxt, topic, start)
-                    if key in seen:
-                        continue
-                if is_sink(nxt) and (run_ok is None or run_ok(topic, start, nxt)):
-                    return [*path, step]
-                seen.add(key)
-                queue.append((nxt, [*path, step]))
-                if run_ok is None:
-                    break
+            step = find(node, nxt, used)
+            if step is None:
+                continue
+            if is_sink(nxt):
+                return [*path, step]
+            seen.add(nxt)
+            queue.append((nxt, [*path, step]))
     return None
-
-
-def _trailing_run(path: Sequence[_Step]) -> tuple[str | None, int]:
-    """The topic of the last steps of ``path`` and the broker their run started from."""
-    if not path:
-        return None, -1
-    topic = path[-1][0][0]
-    start = path[-1][1]
-    for step in reversed(path):
-        if step[0][0] != topic:
-            break
-        start = step[1]
-    return topic, start

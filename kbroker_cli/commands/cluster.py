@@ -426,8 +426,8 @@ async def _wait_until_empty(client: Admin, broker: int, timeout: float) -> None:
     json_flag("print only the plan, as Kafka's reassignment JSON (messages go to stderr)"),
     throttle_arg("of the moves"))
 async def rebalance(ctx: Ctx, args: argparse.Namespace) -> int:
+    from broker.cluster.balance import PlanError, replica_moves
     from broker.cluster.balance import rebalance as plan_rebalance
-    from broker.cluster.balance import replica_moves
 
     out = sys.stderr if args.json else sys.stdout
     async with admin(ctx) as client:
@@ -442,7 +442,10 @@ async def rebalance(ctx: Ctx, args: argparse.Namespace) -> int:
             raise CliError(_REASSIGN_ERRORS.get(exc.code) or explain(exc)) from None
         base = targets(current, ongoing)
         racks = {b.node_id: b.rack for b in md.brokers.values()}
-        plan: Assignment = plan_rebalance(base, racks)
+        try:
+            plan: Assignment = plan_rebalance(base, racks)
+        except PlanError as exc:
+            raise CliError(f"cannot plan a rebalance: {exc}") from None
         if args.json:
             print(format_plan(plan))
         else:

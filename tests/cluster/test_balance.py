@@ -5,15 +5,19 @@ minimal moves, determinism)."""
 
 from __future__ import annotations
 
+import ast
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import broker.cluster.balance
 from broker.cluster.balance import PlanError, apply_plan, decommission, rebalance, replica_moves
 
 Assignments = dict[tuple[str, int], list[int]]
@@ -63,6 +67,16 @@ def check_well_formed(before: Assignments, plan: Mapping[tuple[str, int], Sequen
 
 
 # -- examples -------------------------------------------------------------------------------------
+
+
+def test_the_planner_imports_only_the_standard_library():
+    """The CLI and the controller share it: it must not pull in the rest of the broker."""
+    tree = ast.parse(Path(broker.cluster.balance.__file__).read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
 def test_adding_one_broker_to_three_moves_only_its_share():

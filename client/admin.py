@@ -286,11 +286,7 @@ class Admin:
                                            timeout_ms: int = 60000) -> dict[TopicPartition, PartitionReassignment]:
         """The reassignments in progress (ListPartitionReassignments), of every partition or of the
         given ones; a partition not being reassigned is absent."""
-        wanted: dict[str, list[int]] | None = None
-        if partitions is not None:
-            wanted = {}
-            for tp in partitions:
-                wanted.setdefault(tp.topic, []).append(tp.partition)
+        wanted = None if partitions is None else _by_topic(partitions)
         body = {"timeout_ms": timeout_ms, "topics": None if wanted is None else
                 [{"name": t, "partition_indexes": sorted(ps)} for t, ps in wanted.items()]}
         resp = await self.net.send(await self._controller(), ApiKey.LIST_PARTITION_REASSIGNMENTS, body,
@@ -308,11 +304,7 @@ class Admin:
         ``partitions=None``: every partition.  Returns the partitions not elected with their error
         (ELECTION_NOT_NEEDED when the leader already is the one, PREFERRED_LEADER_NOT_AVAILABLE, ...)."""
         kind = ELECTION_TYPES[election_type]
-        wanted: dict[str, list[int]] | None = None
-        if partitions is not None:
-            wanted = {}
-            for tp in partitions:
-                wanted.setdefault(tp.topic, []).append(tp.partition)
+        wanted = None if partitions is None else _by_topic(partitions)
 
         def build(version: int) -> dict[str, Any]:
             if version < 1 and kind:
@@ -534,6 +526,13 @@ class Admin:
                 if r.error_code:
                     raise KafkaError(r.error_code, f"alter user {r.user!r}: {r.error_message or ''}")
             pending = later
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
 
 
 def _named(enum: Any, name: str, what: str) -> int:

@@ -139,6 +139,16 @@ class ConfigEntry:
     synonyms: list[tuple[str, str | None, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PartitionReassignment:
+    """A partition being reassigned (ListPartitionReassignments): its full replica list (the target
+    followed by the replicas being removed), the replicas being added and those being removed."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
+
+
 @dataclass
 class PartitionOffsetInfo:
     """A group's committed offset for one partition and how far behind the end it is."""

@@ -3,8 +3,7 @@ real brokers on etcd: a fourth broker joins and gets its share, is decommissione
 is replaced, a throttled move is verified and cancelled.
 
 Each test starts etcd and brokers 1-3 (broker 4 of the same cluster joins when a test starts it).
-The tests that need the brokers to serve AlterPartitionReassignments / ListPartitionReassignments are
-marked xfail until that side is merged; waits are bounded so they fail quickly without it.
+Waits are bounded.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from protocol.error_codes import ErrorCode
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-needs_broker_side = pytest.mark.xfail(strict=False, reason="broker side of reassignment not merged yet")
 TOPIC = "orders"
 PARTITIONS = 6
 RECORDS = 300
@@ -170,7 +168,6 @@ def test_elect_leaders_reports_per_partition_results(cluster: KBrokerCluster) ->
 # -- with the broker side ---------------------------------------------------------------------------
 
 
-@needs_broker_side
 def test_client_surfaces_kafkas_per_partition_errors(cluster: KBrokerCluster) -> None:
     create_topic(cluster, TOPIC, partitions=2, rf=3)
 
@@ -194,7 +191,6 @@ def test_client_surfaces_kafkas_per_partition_errors(cluster: KBrokerCluster) ->
     assert listed == {}
 
 
-@needs_broker_side
 def test_a_new_broker_gets_its_share_and_is_decommissioned_again(cluster: KBrokerCluster) -> None:
     create_topic(cluster, TOPIC, partitions=PARTITIONS, rf=3)
     produce(cluster)
@@ -218,7 +214,6 @@ def test_a_new_broker_gets_its_share_and_is_decommissioned_again(cluster: KBroke
     assert consume_all(cluster) == {b"%06d" % i for i in range(RECORDS)}
 
 
-@needs_broker_side
 def test_throttled_reassignment_is_verified_and_its_throttle_cleared(cluster: KBrokerCluster, tmp_path: Path) -> None:
     create_topic(cluster, TOPIC, partitions=PARTITIONS, rf=3)
     produce(cluster)
@@ -252,7 +247,6 @@ def test_throttled_reassignment_is_verified_and_its_throttle_cleared(cluster: KB
     assert consume_all(cluster) == {b"%06d" % i for i in range(RECORDS)}
 
 
-@needs_broker_side
 def test_a_dead_broker_is_replaced_by_a_new_one(cluster: KBrokerCluster, tmp_path: Path) -> None:
     create_topic(cluster, TOPIC, partitions=PARTITIONS, rf=3)
     produce(cluster)
@@ -272,7 +266,6 @@ def test_a_dead_broker_is_replaced_by_a_new_one(cluster: KBrokerCluster, tmp_pat
     assert consume_all(cluster) == {b"%06d" % i for i in range(RECORDS)}
 
 
-@needs_broker_side
 def test_a_slow_reassignment_is_cancelled(cluster: KBrokerCluster, tmp_path: Path) -> None:
     create_topic(cluster, TOPIC, partitions=PARTITIONS, rf=3)
     produce(cluster, count=2000, size=1000)  # ~2 MB: minutes at the throttle below

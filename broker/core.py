@@ -247,7 +247,8 @@ class BrokerCore:
                 controller=ControllerSettings(
                     unclean_leader_election=config.unclean_leader_election_enable,
                     auto_leader_rebalance=config.auto_leader_rebalance_enable,
-                    imbalance_percentage=config.leader_imbalance_per_broker_percentage),
+                    imbalance_percentage=config.leader_imbalance_per_broker_percentage,
+                    autobalancer_mode=config.partition_autobalancer_mode),
                 imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
             ), cluster_id_hint=meta.get("cluster_id"), on_fatal=self._on_cluster_failure)
             self.fetchers = ReplicaFetcherManager(

@@ -144,6 +144,10 @@ class BrokerConfig:
                                             "after a failed fetch.")
     replica_socket_timeout_ms: int = setting(30_000, LONG, REP, "A follower's fetch not answered within this time "
                                              "(beyond its wait) fails and is retried.")
+    partition_autobalancer_mode: str = setting(
+        "off", STRING, CLU, "`node_add`: a broker that joins holding no replica gets its share of every topic's "
+        "replicas and preferred leaders, moved by reassignments (as Redpanda's setting of that name); `off`: "
+        "partitions move only when asked.", dynamic=YES, validator=one_of("off", "node_add"))
     auto_leader_rebalance_enable: bool = setting(
         True, BOOLEAN, CLU, "Preferred leaders (the first replica of each partition) take their partitions back "
         "when a broker holds too many leaderships that are not its own.")

@@ -199,3 +199,21 @@ def test_a_throttled_reassignment_moves_at_about_the_rate_and_survives_kill_9_of
              "both replicas to hold the same bytes")
     set_configs(cluster, "slow", {"leader.replication.throttled.replicas": "",
                                   "follower.replication.throttled.replicas": ""}, None, [source, new])
+
+
+def test_node_add_autobalancing_gives_a_new_broker_its_share(tmp_path: Path) -> None:
+    from peers import require_etcd
+
+    require_etcd()
+    with KBrokerCluster(3, tmp_path / "c", settings={"partition.autobalancer.mode": "node_add"}) as c:
+        create_topic(c, "spread", partitions=6, rf=2)
+        c.add_broker(4)
+        wait_for(lambda: sum(4 in replicas(c, "spread", p) for p in range(6)) >= 3, "broker 4 to get its share",
+                 timeout=120)
+        admin = kafka_admin(c)
+        try:
+            wait_for(lambda: not admin.list_partition_reassignments(), "the moves to complete", timeout=120)
+        finally:
+            admin.close()
+        counts = {b: sum(b in replicas(c, "spread", p) for p in range(6)) for b in (1, 2, 3, 4)}
+        assert sorted(counts.values()) == [3, 3, 3, 3], counts

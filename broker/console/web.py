@@ -37,6 +37,8 @@ log = logging.getLogger("kbroker.console")
 
 _HERE = Path(__file__).parent
 COOKIE = "kbroker_console"
+#: sent by the page script with the requests that refresh an open page
+REFRESH_HEADER = "X-Console-Refresh"
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 _OPEN_PATHS = ("/login", "/static/")
@@ -190,7 +192,9 @@ class Console:
 
     def _render(self, request: web.Request, template: str, nav: str, title: str, **context: Any) -> web.Response:
         session: ConsoleSession = request["session"]
-        flashes, session.flashes = session.flashes, []
+        flashes: list[tuple[str, str]] = []
+        if REFRESH_HEADER not in request.headers:  # a page's own refresh leaves the messages for the next page
+            flashes, session.flashes = session.flashes, []
         html = self.templates.get_template(template).render(
             session=session, csrf=session.csrf, refresh_ms=self.settings.refresh_ms, nav=nav, title=title,
             login_required=self.settings.login_required, flashes=flashes, node_id=self.sources.node_id, **context)

@@ -11,7 +11,7 @@
   function refresh() {
     if (busy || document.visibilityState !== "visible") { return; }
     busy = true;
-    fetch(window.location.href, {credentials: "same-origin", headers: {"Accept": "text/html"}})
+    fetch(window.location.href, {credentials: "same-origin", headers: {"Accept": "text/html", "X-Console-Refresh": "1"}})
       .then(function (response) {
         if (response.redirected || !response.ok) { throw new Error("status " + response.status); }
         return response.text();

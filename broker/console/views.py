@@ -136,9 +136,14 @@ class Chart:
 
 def chart(title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]], fmt: Any = human_rate, *,
           width: int = 560, height: int = 140, window_s: float = 3600.0, now: float | None = None) -> Chart:
-    """``series`` (label, [(unix time, value), ...]) over the last ``window_s`` seconds."""
+    """``series`` (label, [(unix time, value), ...]) over the last ``window_s`` seconds (or since the first
+    sample, when that is more recent)."""
     end = time.time() if now is None else now
     start = end - window_s
+    first = min((t for _, points in series for t, _ in points if t >= start), default=None)
+    if first is not None and first < end:  # a younger broker: its history so far fills the width
+        start = first
+        window_s = end - start
     peak = max((v for _, points in series for t, v in points if t >= start), default=0.0)
     top = peak * 1.1 if peak > 0 else 1.0
     lines = []

@@ -36,7 +36,9 @@ __all__ = ["Console"]
 log = logging.getLogger("kbroker.console")
 
 _HERE = Path(__file__).parent
-COOKIE = "kbroker_console"
+#: the session cookie's name, with the console's port (cookies are kept per host, not per port: the consoles
+#: of several brokers on one host keep their sessions apart)
+COOKIE = "kbroker_console_{port}"
 #: sent by the page script with the requests that refresh an open page
 REFRESH_HEADER = "X-Console-Refresh"
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -141,7 +143,8 @@ class Console:
     # -- sessions, login, CSRF, headers -------------------------------------------------------------------------
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        session = self.sessions.get(request.cookies.get(COOKIE))
+        cookie = COOKIE.format(port=self.bound[1] if self.bound else self.settings.port)
+        session = self.sessions.get(request.cookies.get(cookie))
         fresh = session is None
         if session is None:
             session = self.sessions.new()
@@ -167,7 +170,7 @@ class Console:
                 response = exc
         if fresh or request.get("new_session") is not None:
             current: ConsoleSession = request.get("new_session") or session
-            response.set_cookie(COOKIE, current.id, httponly=True, samesite="Strict", path="/")
+            response.set_cookie(cookie, current.id, httponly=True, samesite="Strict", path="/")
         headers = response.headers
         headers["Content-Security-Policy"] = _CSP
         headers["X-Content-Type-Options"] = "nosniff"
@@ -217,7 +220,7 @@ class Console:
         form = request["form"]
         user, password = str(form.get("username", "")), str(form.get("password", ""))
         target = str(form.get("next", "/"))
-        if not target.startswith("/") or target.startswith("//"):
+        if not target.startswith("/") or target.startswith(("//", "/\\")):  # never another site
             target = "/"
         if not self.settings.login_required:
             return web.HTTPSeeOther(target)

@@ -114,7 +114,6 @@ def test_every_page_loads_and_shows_the_cluster(page: Page, broker: BrokerProces
     assert "controller" in page.css("#broker-1").text
     # the charts fill from the broker's history as samples arrive (every second here)
     page.wait(lambda: "no samples yet" not in page.text("#charts"), "the charts' first samples")
-    page.screenshot("overview")
     page.open("/topics")
     assert TOPIC in page.text("#topics-table")
     page.screenshot("topics")
@@ -330,3 +329,40 @@ def test_forms_need_the_csrf_token_and_the_same_origin(broker: BrokerProcess) ->
     assert http(url + "/topics", {**form, "csrf": token})[0] == 403  # another session's token
     status, body, _ = http(url + "/topics", {**form, "csrf": token}, {"Cookie": cookie, "Origin": url})
     assert status == 200 and "topic csrf-made created" in body
+
+
+def test_overview_charts_traffic_as_it_happens(page: Page, broker: BrokerProcess) -> None:
+    """Produce and consume for a few seconds: the overview's charts (from the broker's history, sampled every
+    second here) show the records and requests as they come, in place."""
+    import threading
+
+    from confluent_kafka import Producer
+
+    stop = threading.Event()
+
+    def traffic() -> None:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+        c = consumer(broker.bootstrap_servers, "chart-group")
+        c.subscribe([TOPIC])
+        try:
+            while not stop.is_set():
+                for i in range(50):
+                    producer.produce(TOPIC, value=b'{"chart": %d}' % i, key=b"chart")
+                producer.flush(TIMEOUT_S)
+                c.poll(0.05)
+                time.sleep(0.05)
+        finally:
+            c.close()
+
+    thread = threading.Thread(target=traffic, daemon=True)
+    thread.start()
+    try:
+        page.open("/")
+        page.wait(lambda: "records: 0.0 rec/s" not in page.text("#charts")
+                  and "records: no data" not in page.text("#charts"), "records produced in the chart", timeout=60)
+        page.wait(lambda: len(page.all("#charts polyline")) >= 4, "the charts' lines")
+        time.sleep(3)  # a few more samples: a line, not a point, in the screenshot
+        page.screenshot("overview")
+    finally:
+        stop.set()
+        thread.join(TIMEOUT_S)

@@ -77,6 +77,8 @@ def test_chart_geometry_over_the_window() -> None:
     assert c.lines[0][2] == "0.0,50.0 50.0,27.3 100.0,4.5"
     assert not c.empty and c.summary == "a: 10 /s"
     assert chart("t", [("a", [])], now=1).empty
+    young = chart("t", [("a", [(3000.0, 1.0), (3600.0, 2.0)])], width=100, height=50, now=3600)
+    assert young.lines[0][2] == "0.0,27.3 100.0,4.5"  # the history so far fills the width
 
 
 def test_parse_time() -> None:

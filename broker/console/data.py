@@ -87,6 +87,9 @@ class ConsoleData:
         self.sources = sources
         self.settings = settings
         self._sizes: dict[str | None, tuple[float, dict[tuple[str, int], int]]] = {}
+        #: (image revision, live brokers) -> the cluster's facts: one pass over the partitions per change,
+        #: however many pages are open
+        self._cluster: tuple[Any, dict[str, Any], list[Any]] | None = None
 
     @property
     def image(self) -> Any:
@@ -125,13 +128,27 @@ class ConsoleData:
 
     def cluster(self) -> dict[str, Any]:
         """The overview's and the brokers page's facts, from the image."""
+        return self._cluster_facts()[0]
+
+    def under_replicated(self, limit: int) -> list[Any]:
+        """Partitions without a live leader, or with a replica out of sync or down (at most ``limit``)."""
+        return self._cluster_facts()[1][:limit]
+
+    def _cluster_facts(self) -> tuple[dict[str, Any], list[Any]]:
         image = self.image
+        key = (image.revision, tuple(sorted(image.brokers)), image.controller_id)
+        if self._cluster is None or self._cluster[0] != key:
+            self._cluster = (key, *self._compute_cluster(image))
+        return self._cluster[1], self._cluster[2]
+
+    def _compute_cluster(self, image: Any) -> tuple[dict[str, Any], list[Any]]:
         alive = set(image.brokers)
         known = set(alive)
         leaders: dict[int, int] = {}
         replicas: dict[int, int] = {}
         under: dict[int, int] = {}
         offline = under_replicated = reassigning = partitions = 0
+        problems: list[Any] = []
         for p in image.partitions():
             partitions += 1
             known.update(p.replicas)
@@ -141,7 +158,10 @@ class ConsoleData:
                 leaders[p.leader] = leaders.get(p.leader, 0) + 1
             else:
                 offline += 1
-            if len(p.isr) < len(p.replicas) or any(r not in alive for r in p.isr):
+            lacking = len(p.isr) < len(p.replicas) or any(r not in alive for r in p.isr)
+            if (lacking or p.leader not in alive) and len(problems) < 1000:
+                problems.append(p)
+            if lacking:
                 under_replicated += 1
                 for r in p.replicas:
                     if r not in p.isr or r not in alive:
@@ -161,17 +181,8 @@ class ConsoleData:
                 "this": node == self.sources.node_id})
         return {"cluster_id": self.sources.cluster_id(), "controller": controller, "brokers": brokers,
                 "topics": len(image.topics), "partitions": partitions, "offline": offline,
-                "under_replicated": under_replicated, "reassigning": reassigning, "node_id": self.sources.node_id}
-
-    def under_replicated(self, limit: int) -> list[Any]:
-        alive = set(self.image.brokers)
-        out = []
-        for p in self.image.partitions():
-            if len(p.isr) < len(p.replicas) or any(r not in alive for r in p.isr) or p.leader not in alive:
-                out.append(p)
-                if len(out) >= limit:
-                    break
-        return out
+                "under_replicated": under_replicated, "reassigning": reassigning,
+                "node_id": self.sources.node_id}, problems
 
     # -- partition offsets and sizes ----------------------------------------------------------------
     async def facts(self, authz: AuthorizationSession | None, topic: str, partitions: Sequence[int]) -> dict[int, Facts]:

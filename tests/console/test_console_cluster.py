@@ -7,6 +7,7 @@ is killed its page shows it down and its partitions under-replicated, updated in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KBrokerCluster
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
-        admin.create_topics([NewTopic(TOPIC, 3, 3)])[TOPIC].result(TIMEOUT_S)
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:  # until all three brokers have registered (INVALID_REPLICATION_FACTOR before)
+            try:
+                admin.create_topics([NewTopic(TOPIC, 3, 3)])[TOPIC].result(TIMEOUT_S)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         producer = Producer({"bootstrap.servers": c.bootstrap_servers, "acks": "all"})
         for p in range(3):
             for i in range(p + 1):  # partition p holds p + 1 records

@@ -83,7 +83,7 @@ class Console:
         self.sessions = SessionStore(time.monotonic, timeout_s=settings.session_timeout_ms / 1000,
                                      max_sessions=settings.max_sessions)
         self.templates = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_HERE / "templates")),
-                                            autoescape=True, undefined=jinja2.StrictUndefined)
+                                            autoescape=True, undefined=jinja2.StrictUndefined, auto_reload=False)
         self.templates.filters.update(
             url=lambda name: quote(str(name), safe=""), size=human_bytes, rate=human_rate, when=when,
             count=lambda n: "—" if n is None else f"{n:,}")

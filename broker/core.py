@@ -367,6 +367,7 @@ class BrokerCore:
             node_id=config.node_id, image=lambda: self.metadata.image, cluster_id=lambda: self.cluster_id,
             request=request, local_partition=self._local_partition, history=self.history,
             check_password=check_password, new_session=security.session,
+            user_exists=lambda principal: principal.partition(":")[2] in security.credentials,
             authorizer_enabled=config.authorizer_enabled,
             listeners=tuple(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
                             for lst in self.server.listeners))

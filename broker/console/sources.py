@@ -61,6 +61,8 @@ class ConsoleSources:
     history: MetricsHistory
     #: ``(user, password)`` -> whether they match the broker's SASL credentials (runs off the loop)
     check_password: Callable[[str, str], Awaitable[bool]]
+    #: whether the principal's user still exists (a deleted user's console logins end)
+    user_exists: Callable[[str], bool]
     #: ``(principal, client host)`` -> its authorization session (None: the authorizer is off)
     new_session: Callable[[str, str], AuthorizationSession | None]
     #: whether the authorizer is on (the security page says so)

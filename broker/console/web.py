@@ -131,9 +131,8 @@ class Console:
             await self._runner.cleanup()
             self._runner = None
             raise
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.bound = sockets[0].getsockname()[:2] if sockets else (self.settings.host, self.settings.port)
+        addresses = self._runner.addresses
+        self.bound = tuple(addresses[0][:2]) if addresses else (self.settings.host, self.settings.port)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -145,6 +144,9 @@ class Console:
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         cookie = COOKIE.format(port=self.bound[1] if self.bound else self.settings.port)
         session = self.sessions.get(request.cookies.get(cookie))
+        if session is not None and session.principal is not None and not self.sources.user_exists(session.principal):
+            self.sessions.end_principal(session.principal)  # the user was deleted: its logins end with it
+            session = None
         fresh = session is None
         if session is None:
             session = self.sessions.new()

@@ -122,6 +122,19 @@ def test_every_page_loads_and_shows_the_cluster(page: Page, broker: BrokerProces
         assert page.css("h1").text
     page.open("/brokers")
     page.screenshot("brokers")
+    # every field of every form has a label, and the page reads on a phone's width without sideways scrolling
+    for path in ("/topics", f"/topics/{TOPIC}", "/groups"):
+        page.open(path)
+        fields = page.all("main input:not([type=hidden]), main select, main textarea")
+        assert fields and all(page.all(f"label[for='{f.get_attribute('id')}']") or
+                              f.find_elements("xpath", "ancestor::label") for f in fields), path
+    page.driver.set_window_size(390, 844)
+    try:
+        page.open("/")
+        assert page.driver.execute_script("return document.documentElement.scrollWidth") <= 400
+        page.screenshot("overview-phone")
+    finally:
+        page.driver.set_window_size(1280, 1000)
     page.open("/topics/no-such-topic")
     assert "There is no topic no-such-topic" in page.text()
     assert [e for e in page.errors() if "404 (Not Found)" not in e] == []  # the page's own status: 404

@@ -46,6 +46,10 @@ _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'
 _OPEN_PATHS = ("/login", "/static/")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: what the guard puts on a request: the session, a POST's form, and the session a login or logout began
+SESSION = web.RequestKey("session", ConsoleSession)
+FORM = web.RequestKey("form", Any)
+NEW_SESSION = web.RequestKey("new_session", ConsoleSession)
 
 
 def _int(value: str | None, default: int | None = None) -> int | None:
@@ -150,13 +154,13 @@ class Console:
         fresh = session is None
         if session is None:
             session = self.sessions.new()
-        request["session"] = session
+        request[SESSION] = session
         path = request.path
         if request.method == "POST":
             if not self._same_origin(request):
                 return self._refused("the form did not come from this console")
             form = await request.post()
-            request["form"] = form
+            request[FORM] = form
             token = form.get("csrf")
             if not session.csrf_ok(token if isinstance(token, str) else None):
                 return self._refused("the form has expired or did not come from this console: reload the page")
@@ -170,8 +174,8 @@ class Console:
                 response = await handler(request)
             except web.HTTPException as exc:
                 response = exc
-        if fresh or request.get("new_session") is not None:
-            current: ConsoleSession = request.get("new_session") or session
+        if fresh or request.get(NEW_SESSION) is not None:
+            current: ConsoleSession = request.get(NEW_SESSION) or session
             response.set_cookie(cookie, current.id, httponly=True, samesite="Strict", path="/")
         headers = response.headers
         headers["Content-Security-Policy"] = _CSP
@@ -196,7 +200,7 @@ class Console:
             flashes=[], title="Refused"), content_type="text/html")
 
     def _render(self, request: web.Request, template: str, nav: str, title: str, **context: Any) -> web.Response:
-        session: ConsoleSession = request["session"]
+        session: ConsoleSession = request[SESSION]
         flashes: list[tuple[str, str]] = []
         if REFRESH_HEADER not in request.headers:  # a page's own refresh leaves the messages for the next page
             flashes, session.flashes = session.flashes, []
@@ -207,11 +211,11 @@ class Console:
 
     @staticmethod
     def _authz(request: web.Request) -> Any:
-        return request["session"].authz
+        return request[SESSION].authz
 
     @staticmethod
     def _back(request: web.Request, location: str, kind: str, message: str) -> web.HTTPSeeOther:
-        request["session"].flashes.append((kind, message))
+        request[SESSION].flashes.append((kind, message))
         return web.HTTPSeeOther(location)
 
     async def login_page(self, request: web.Request) -> web.Response:
@@ -219,7 +223,7 @@ class Console:
                             error="")
 
     async def login(self, request: web.Request) -> web.StreamResponse:
-        form = request["form"]
+        form = request[FORM]
         user, password = str(form.get("username", "")), str(form.get("password", ""))
         target = str(form.get("next", "/"))
         if not target.startswith("/") or target.startswith(("//", "/\\")):  # never another site
@@ -228,9 +232,9 @@ class Console:
             return web.HTTPSeeOther(target)
         if user and password and await self.sources.check_password(user, password):
             principal = user_principal(user)
-            self.sessions.end(request["session"].id)
+            self.sessions.end(request[SESSION].id)
             session = self.sessions.new(principal, self.sources.new_session(principal, request.remote or ""))
-            request["new_session"] = session
+            request[NEW_SESSION] = session
             log.info("console: %s logged in from %s", principal, request.remote)
             return web.HTTPSeeOther(target)
         await asyncio.sleep(self.settings.failed_login_delay_ms / 1000)
@@ -241,8 +245,8 @@ class Console:
         return response
 
     async def logout(self, request: web.Request) -> web.StreamResponse:
-        self.sessions.end(request["session"].id)
-        request["new_session"] = self.sessions.new()
+        self.sessions.end(request[SESSION].id)
+        request[NEW_SESSION] = self.sessions.new()
         return web.HTTPSeeOther("/login" if self.settings.login_required else "/")
 
     # -- pages -------------------------------------------------------------------------------------------------
@@ -398,7 +402,7 @@ class Console:
 
     # -- actions -------------------------------------------------------------------------------------------------
     async def create_topic(self, request: web.Request) -> web.StreamResponse:
-        form = request["form"]
+        form = request[FORM]
         name = str(form.get("name", "")).strip()
         partitions = _int(str(form.get("partitions", "")), 1)
         rf = _int(str(form.get("replication_factor", "")), -1)
@@ -422,7 +426,7 @@ class Console:
 
     async def add_partitions(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
-        count = _int(str(request["form"].get("count", "")))
+        count = _int(str(request[FORM].get("count", "")))
         here = "/topics/" + quote(name, safe="")
         if count is None or count < 1:
             raise self._back(request, here, "error", "the new partition count must be a whole number")
@@ -434,7 +438,7 @@ class Console:
 
     async def alter_config(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
-        form = request["form"]
+        form = request[FORM]
         key = str(form.get("config", "")).strip()
         value = str(form.get("value", ""))
         remove = form.get("remove") == "1"
@@ -449,7 +453,7 @@ class Console:
 
     async def delete_records(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
-        form = request["form"]
+        form = request[FORM]
         partition = _int(str(form.get("partition", "")))
         offset = _int(str(form.get("offset", "")))
         here = "/topics/" + quote(name, safe="")
@@ -464,7 +468,7 @@ class Console:
     async def delete_topic(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
         here = "/topics/" + quote(name, safe="")
-        if str(request["form"].get("confirm", "")) != name:
+        if str(request[FORM].get("confirm", "")) != name:
             raise self._back(request, here, "error", "type the topic's name to confirm its deletion")
         try:
             await self.data.delete_topic(self._authz(request), name)
@@ -474,7 +478,7 @@ class Console:
 
     async def group_action(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
-        form = request["form"]
+        form = request[FORM]
         here = "/groups/" + quote(name, safe="")
         action = form.get("action")
         authz = self._authz(request)

@@ -178,13 +178,17 @@ class ReplicaFetcher:
     def _build(self, ready: list[Partition], version: int) -> dict[str, Any]:
         settings = self.manager.settings
         topics: dict[str, dict[str, Any]] = {}
+        quota = self.manager.quota
         for p in ready:
             plog = p.log
+            max_bytes = settings.max_bytes
+            if quota is not None and p.follower_throttled and self.manager.local_id not in p.isr:
+                max_bytes = min(max_bytes, quota.allowance())  # a throttled copy moves a window at a time
             entry = topics.setdefault(p.topic, {"topic": p.topic, "topic_id": p.topic_id, "partitions": []})
             entry["partitions"].append({
                 "partition": p.partition, "current_leader_epoch": p.leader_epoch,
                 "fetch_offset": plog.log_end_offset, "last_fetched_epoch": plog.epoch_cache.latest_epoch,
-                "log_start_offset": plog.log_start_offset, "partition_max_bytes": settings.max_bytes,
+                "log_start_offset": plog.log_start_offset, "partition_max_bytes": max_bytes,
             })
         body: dict[str, Any] = {
             "replica_id": self.manager.local_id,

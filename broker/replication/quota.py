@@ -66,6 +66,12 @@ class RateQuota:
         span = max(now - self._samples[0][0], self.window_s)
         return sum(s[1] for s in self._samples) / span
 
+    def allowance(self) -> int:
+        """The most bytes one fetch of a throttled partition may carry: one window's worth at the
+        current rate (so however large the fetch sizes, a burst is bounded by the rate)."""
+        limit = self.bound()
+        return limit if limit >= UNLIMITED else max(1, int(limit * self.window_s))
+
     def exceeded(self) -> bool:
         limit = self.bound()
         return limit < UNLIMITED and self.rate() > limit

@@ -1002,8 +1002,11 @@ class ReplicaManager:
                     urgent = True
                     continue
             limit_offset = self._fetch_limit(plog, replica_id, isolation)
+            max_bytes = min(fp.max_bytes, remaining)
+            if replica_id >= 0 and p.leader_throttled and replica_id not in p.isr:
+                max_bytes = min(max_bytes, self.leader_quota.allowance())  # a window at a time
             try:
-                result = plog.read(fp.fetch_offset, min(fp.max_bytes, remaining), min_one, max_offset=limit_offset)
+                result = plog.read(fp.fetch_offset, max_bytes, min_one, max_offset=limit_offset)
             except OffsetOutOfRangeError:
                 entry["error_code"] = E.OFFSET_OUT_OF_RANGE
                 urgent = True

@@ -45,3 +45,16 @@ def test_throttled_replica_lists_name_partitions_on_their_own_broker() -> None:
     assert throttled("0:1,0:2,1:2", 0, 2) and throttled("0:1, 0:2", 0, 1)
     assert not throttled("0:1,0:2,1:2", 1, 1)
     assert not throttled("", 0, 1) and not throttled(None, 0, 1)
+
+
+def test_a_throttled_fetch_carries_at_most_a_window_of_the_rate() -> None:
+    """However large replica.fetch.max.bytes is, one fetch of a throttled partition moves one window's
+    worth: a fresh quota is never exceeded, so the cap is what bounds its first burst."""
+    limit = [1_000_000]
+    quota = RateQuota(lambda: limit[0], window_s=1.0, clock=Clock())
+    assert quota.allowance() == 1_000_000
+    limit[0] = 0
+    assert quota.allowance() == 1  # a zero rate still moves a batch at a time (the read's minimum)
+    limit[0] = UNLIMITED
+    assert quota.allowance() == UNLIMITED
+    assert RateQuota(lambda: 4000, window_s=0.5).allowance() == 2000

@@ -196,7 +196,7 @@ class BrokerConfig:
     connections_max_reauth_ms: int = setting(0, LONG, SEC, "With a value, a SASL session ends after it unless the "
                                              "client re-authenticates (KIP-368).")
     connection_failed_authentication_delay_ms: int = setting(
-        100, LONG, SEC, "A failed login is answered, and its connection closed, only after this delay (slowing "
+        100, LONG, SEC, "A failed login is answered at once and its connection closed only after this delay (slowing "
         "password guessing without holding up anyone else).", validator=at_least(0, "must not be negative"))
     sasl_mechanism_inter_broker_protocol: str = setting(
         "SCRAM-SHA-512", STRING, SEC, "How a broker logs in to the others on a SASL inter-broker listener.")

@@ -45,7 +45,7 @@ gate until it has authenticated (:mod:`broker.security.connection`): only
 ApiVersions, SaslHandshake and SaslAuthenticate are handled, anything else closes
 it, frames are bounded by ``sasl.server.max.receive.size``, raw tokens after a v0
 handshake are answered here, and a failed login is answered and the connection
-closed only after ``connection.failed.authentication.delay.ms``.  Once
+closed ``connection.failed.authentication.delay.ms`` after it is answered.  Once
 authenticated the gate is off (it stays on, as a clock check, only while a
 re-authentication deadline applies).
 """
@@ -126,12 +126,6 @@ def is_awaitable(result: Any) -> bool:
     return inspect.isawaitable(result)
 
 
-async def _after(delay_s: float, value: T) -> T:
-    if delay_s > 0:
-        await asyncio.sleep(delay_s)
-    return value
-
-
 def _parts_size(parts: list[Any]) -> int:
     if len(parts) == 1:
         part = parts[0]
@@ -189,6 +183,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.queued_bytes = 0
         self.closed = False
         self.closing = False
+        #: a closing connection stays open until then (monotonic), its answers sent: a failed login's
+        #: close waits ``connection.failed.authentication.delay.ms``
+        self.close_not_before = 0.0
         self.last_active = time.monotonic()
         self.paused_reading = False
         self.write_paused = False
@@ -309,7 +306,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._begin_closing(self._read_error)
         if self.closing:
             if not self.pending and not self.out:
-                self.close_after_flush()
+                linger = self.close_not_before - time.monotonic()
+                if linger > 0:
+                    asyncio.get_running_loop().call_later(linger, self._run)
+                else:
+                    self.close_after_flush()
             return
         self._update_reading()
 
@@ -382,10 +383,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         try:
             answer = sasl.raw_token(token)
         except SaslError:
-            delayed = self._authentication_failed(sasl, None)
-            task = asyncio.ensure_future(delayed)
-            self.tasks.add(task)
-            task.add_done_callback(lambda t, s=slot: self._finish_async(t, s))  # type: ignore[misc]
+            self._authentication_failed(sasl, None)
+            self._complete(slot, None)  # a refused raw token has no answer: the connection just ends
             return
         if before is not SaslState.COMPLETE and sasl.authenticated:
             self._authenticated(sasl)
@@ -414,14 +413,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.gated = sasl.session_expires_at is not None  # KIP-368: the session's end is checked per request
         security.authenticated(self.listener.name, sasl.mechanism or "", self.principal, self.peer)
 
-    def _authentication_failed(self, sasl: SaslServer, body: T) -> Awaitable[T]:
-        """Log and count the failure and stop reading; ``body`` is given back only after the delay,
-        and the connection closes once it is sent."""
+    def _authentication_failed(self, sasl: SaslServer, body: T) -> T:
+        """Log and count the failure and stop reading; ``body`` is answered at once and the connection
+        closed only after the delay (as Kafka does: the client reads why before the connection ends)."""
         security = self.server.security
         security.authentication_failed(self.listener.name, sasl.mechanism, sasl.failure_reason or "failed",
                                        self.peer)
+        self.close_not_before = time.monotonic() + security.failed_authentication_delay_s
         self.close_after_pending("authentication failed")
-        return _after(security.failed_authentication_delay_s, body)
+        return body
 
     def _finish_async(self, task: asyncio.Future[Any], slot: _Slot) -> None:
         self.tasks.discard(task)

@@ -9,7 +9,7 @@ failures logged with the peer and a secret-free reason) and authorization denial
 How the connection uses it (``broker.network.server``): a PLAINTEXT connection is ``User:ANONYMOUS``, an SSL
 one the principal of its client certificate (``User:<CN>``, ANONYMOUS without one); a SASL connection
 answers only ApiVersions, SaslHandshake and SaslAuthenticate until it has authenticated, and takes
-the SASL principal then.  A failed authentication is answered, and the connection closed, only after
+the SASL principal then.  A failed authentication is answered at once and the connection closed only after
 ``connection.failed.authentication.delay.ms``.
 """
 

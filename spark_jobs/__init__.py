@@ -21,7 +21,8 @@ __all__ = ["FORMAT", "register"]
 
 
 def register(spark: Any) -> None:
-    """Register the ``kbroker`` format on ``spark`` (a SparkSession); safe to call twice."""
+    """Register the ``kbroker`` format on ``spark`` (a SparkSession); safe to call again, and to be
+    called again before each of several concurrent streaming queries (the README says why)."""
     from spark_jobs.source import KBrokerDataSource
 
     spark.dataSource.register(KBrokerDataSource)

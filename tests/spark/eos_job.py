@@ -38,10 +38,13 @@ def main(bootstrap: str, topic_in: str, checkpoints: str, *outputs: str) -> None
              .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")  # starts faster
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    spark_jobs.register(spark)
     slow = udf(skewed, "binary", useArrow=False)
     queries = []
     for guarantee, topic_out in zip(("exactly-once", "at-least-once"), outputs, strict=True):
+        # one registration per concurrent query: Spark's streaming source runner writes into the
+        # registered format's environment map as its query starts, while another query's tasks holding
+        # the same map may be serialised (a corrupt task: java.io.OptionalDataException)
+        spark_jobs.register(spark)
         rows = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", bootstrap)
                 .option("subscribe", topic_in).option("startingOffsets", "earliest")
                 .option("maxOffsetsPerTrigger", "200").load().select("key", slow(col("value")).alias("value")))

@@ -13,6 +13,7 @@ does in the same situations (so each test can fail):
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,7 +90,10 @@ class Job:
         self.proc.wait(30)
 
     def tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+        """The log's errors (the first lines of each exception and its causes) and its last lines."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        causes = [ln for ln in lines if re.match(r"\s*(Caused by|\S*(Error|Exception)\b)", ln)]
+        return "\n".join([*causes[:20], "...", *lines[-30:]])
 
 
 def wait(cond: Callable[[], bool], job: Job, what: str, timeout_s: float = 180) -> None:

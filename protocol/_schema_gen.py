@@ -7,6 +7,7 @@ Run once when a spec changes::
 
 An API's spec comes from the first directory whose spec has every version generated (the Kafka 4.2
 set adds the APIs and versions the trunk snapshot predates; the others stay as generated from it).
+Share groups' records (:data:`SHARE_RECORDS`) come from the last directory that has them.
 
 It writes ``protocol/schemas/<api>.py``; the output is ordinary source that is
 reviewed and committed.  Nothing at run time reads JSON.
@@ -70,6 +71,18 @@ SERVED: dict[str, tuple[int, int]] = {
     "ListTransactions": (0, 1),
     "AlterPartitionReassignments": (0, 1),
     "ListPartitionReassignments": (0, 0),
+    "ShareGroupHeartbeat": (1, 1),
+    "ShareGroupDescribe": (1, 1),
+    "ShareFetch": (1, 2),
+    "ShareAcknowledge": (1, 2),
+    "InitializeShareGroupState": (0, 0),
+    "ReadShareGroupState": (0, 0),
+    "WriteShareGroupState": (0, 1),
+    "DeleteShareGroupState": (0, 0),
+    "ReadShareGroupStateSummary": (0, 1),
+    "DescribeShareGroupOffsets": (0, 1),
+    "AlterShareGroupOffsets": (0, 0),
+    "DeleteShareGroupOffsets": (0, 0),
 }
 
 STANDALONE = [
@@ -97,6 +110,28 @@ STANDALONE = [
     "group-coordinator/ConsumerGroupRegularExpressionValue",
     "transaction-coordinator/TransactionLogKey",
     "transaction-coordinator/TransactionLogValue",
+]
+
+#: share groups' records: the group coordinator's (``__consumer_offsets`` types 10-15) and the share
+#: coordinator's (``__share_group_state``), taken from the newest spec set that has them (older
+#: trunk snapshots hold pre-release variants) into ``protocol/schemas/share_records.py``
+SHARE_RECORDS = [
+    "group-coordinator/ShareGroupMemberMetadataKey",
+    "group-coordinator/ShareGroupMemberMetadataValue",
+    "group-coordinator/ShareGroupMetadataKey",
+    "group-coordinator/ShareGroupMetadataValue",
+    "group-coordinator/ShareGroupTargetAssignmentMetadataKey",
+    "group-coordinator/ShareGroupTargetAssignmentMetadataValue",
+    "group-coordinator/ShareGroupTargetAssignmentMemberKey",
+    "group-coordinator/ShareGroupTargetAssignmentMemberValue",
+    "group-coordinator/ShareGroupCurrentMemberAssignmentKey",
+    "group-coordinator/ShareGroupCurrentMemberAssignmentValue",
+    "group-coordinator/ShareGroupStatePartitionMetadataKey",
+    "group-coordinator/ShareGroupStatePartitionMetadataValue",
+    "share-coordinator/ShareSnapshotKey",
+    "share-coordinator/ShareSnapshotValue",
+    "share-coordinator/ShareUpdateKey",
+    "share-coordinator/ShareUpdateValue",
 ]
 
 PRIMS = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "string",
@@ -195,10 +230,12 @@ HEADER = '"""{doc}\n\nDeclarative schema generated from Apache Kafka\'s message 
 def main(spec_dir: str, *overlays: str) -> None:
     roots = [Path(d) for d in (spec_dir, *overlays)]
 
-    def spec(name: str, newest: int | None = None) -> Any:
+    def spec(name: str, newest: int | None = None, *, latest_set: bool = False) -> Any:
         found = [load(r / f"{name}.json") for r in roots if (r / f"{name}.json").exists()]
         if not found:
             raise FileNotFoundError(f"no spec {name}.json in {', '.join(map(str, roots))}")
+        if latest_set:
+            return found[-1]
         if newest is not None:
             for candidate in found:
                 if int(str(candidate["validVersions"]).split("-")[-1]) >= newest:
@@ -221,6 +258,11 @@ def main(spec_dir: str, *overlays: str) -> None:
         standalone = spec(name)
         misc += "\n" + emit_message(standalone, None, standalone["name"]) + "\n"
     (out_dir / "misc.py").write_text(misc)
+    share = HEADER.format(doc="Share groups' records: ``__consumer_offsets`` types 10-15 and ``__share_group_state``.")
+    for name in SHARE_RECORDS:
+        standalone = spec(name, latest_set=True)
+        share += "\n" + emit_message(standalone, None, standalone["name"]) + "\n"
+    (out_dir / "share_records.py").write_text(share)
     print(f"wrote {len(index)} API modules and misc.py")
 
 

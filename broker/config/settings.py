@@ -190,6 +190,33 @@ class BrokerConfig:
     group_consumer_max_session_timeout_ms: int = 60_000
     group_consumer_assignors: str = "uniform,range"
     group_consumer_max_size: int = 2**31 - 1
+    # share groups (KIP-932: Kafka's group.share.* with its bounds; share.version 1, on by default as in 4.2)
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_min_heartbeat_interval_ms: int = 5000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_session_timeout_ms: int = 45_000
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_max_size: int = 200
+    group_share_assignors: str = "simple"
+    group_share_delivery_count_limit: int = 5
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_partition_max_record_locks: int = 2000
+    group_share_max_share_sessions: int = 2000
+    #: how long the group coordinator waits before retrying a failed initialization of share state
+    group_share_initialize_retry_interval_ms: int = 30_000
+    share_fetch_purgatory_purge_interval_requests: int = 1000
+    # the share coordinator (``__share_group_state``)
+    share_coordinator_state_topic_num_partitions: int = 50
+    #: None: 3 in a cluster (as Kafka), 1 for a single broker
+    share_coordinator_state_topic_replication_factor: int | None = None
+    #: min.insync.replicas of __share_group_state (at most its replication factor)
+    share_coordinator_state_topic_min_isr: int = 2
+    share_coordinator_state_topic_segment_bytes: int = 100 * 1024 * 1024
+    share_coordinator_snapshot_update_records_per_snapshot: int = 500
+    share_coordinator_write_timeout_ms: int = 5000
     offsets_topic_num_partitions: int = 50
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
@@ -240,6 +267,12 @@ class BrokerConfig:
         if self.etcd_request_timeout_ms is not None:
             return self.etcd_request_timeout_ms / 1000
         return self.broker_session_timeout_ms / 3000
+
+    @property
+    def share_state_replication_factor(self) -> int:
+        if self.share_coordinator_state_topic_replication_factor is not None:
+            return self.share_coordinator_state_topic_replication_factor
+        return 3 if self.cluster else 1
 
     @property
     def transaction_state_replication_factor(self) -> int:
@@ -532,6 +565,7 @@ def validate(config: BrokerConfig) -> None:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     _validate_consumer_groups(config)
+    _validate_share_groups(config)
 
 
 def consumer_group_assignors(config: BrokerConfig) -> tuple[str, ...]:
@@ -564,3 +598,38 @@ def _validate_consumer_groups(config: BrokerConfig) -> None:
                           f"(known: {', '.join(ASSIGNORS)})")
     if c.group_consumer_max_size < 1:
         raise ConfigError("group.consumer.max.size must be at least 1")
+
+
+def _validate_share_groups(config: BrokerConfig) -> None:
+    """Kafka's GroupCoordinatorConfig / ShareGroupConfig / ShareCoordinatorConfig checks of the share settings."""
+    c = config
+    for name in ("heartbeat_interval_ms", "session_timeout_ms", "record_lock_duration_ms"):
+        value = getattr(c, f"group_share_{name}")
+        low, high = getattr(c, f"group_share_min_{name}"), getattr(c, f"group_share_max_{name}")
+        dotted = name.replace("_", ".")
+        if low < 1:
+            raise ConfigError(f"group.share.min.{dotted} must be at least 1")
+        if not low <= value <= high:
+            raise ConfigError(f"group.share.{dotted} ({value}) must be between group.share.min.{dotted} ({low}) and "
+                              f"group.share.max.{dotted} ({high})")
+    if c.group_share_heartbeat_interval_ms >= c.group_share_session_timeout_ms:
+        raise ConfigError("group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
+    if not 1 <= c.group_share_max_size <= 1000:
+        raise ConfigError("group.share.max.size must be between 1 and 1000")
+    if [n.strip() for n in c.group_share_assignors.split(",") if n.strip()] != ["simple"]:
+        raise ConfigError("group.share.assignors must name exactly one assignor: simple")
+    if not 2 <= c.group_share_delivery_count_limit <= 10:
+        raise ConfigError("group.share.delivery.count.limit must be between 2 and 10")
+    if not 100 <= c.group_share_partition_max_record_locks <= 10000:
+        raise ConfigError("group.share.partition.max.record.locks must be between 100 and 10000")
+    if c.group_share_max_share_sessions < max(1, c.group_share_max_size):
+        raise ConfigError("group.share.max.share.sessions must be at least group.share.max.size")
+    if c.group_share_initialize_retry_interval_ms < 1:
+        raise ConfigError("group.share.initialize.retry.interval.ms must be at least 1")
+    for name in ("num_partitions", "min_isr", "segment_bytes"):
+        if getattr(c, f"share_coordinator_state_topic_{name}") < 1:
+            raise ConfigError(f"share.coordinator.state.topic.{name.replace('_', '.')} must be at least 1")
+    if c.share_coordinator_snapshot_update_records_per_snapshot < 0:
+        raise ConfigError("share.coordinator.snapshot.update.records.per.snapshot must be at least 0")
+    if c.share_coordinator_write_timeout_ms < 1:
+        raise ConfigError("share.coordinator.write.timeout.ms must be at least 1")

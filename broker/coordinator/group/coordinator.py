@@ -82,6 +82,8 @@ from .records import (
     encode_offset_commit_value,
     subscribed_topics,
 )
+from .share_apis import ShareGroupApis
+from .share_group import SHARE_TIMER_KINDS, ShareGroups
 from .timers import KeyedTimers
 
 __all__ = ["Effects", "GroupCoordinator", "Write", "commit_error", "group_write_error"]
@@ -90,6 +92,7 @@ __all__ = ["Effects", "GroupCoordinator", "Write", "commit_error", "group_write_
 _JOIN_GROUP, _HEARTBEAT, _LEAVE_GROUP, _SYNC_GROUP = (int(ApiKey.JOIN_GROUP), int(ApiKey.HEARTBEAT),
                                                       int(ApiKey.LEAVE_GROUP), int(ApiKey.SYNC_GROUP))
 _CONSUMER_GROUP_HEARTBEAT = int(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+_SHARE_GROUP_HEARTBEAT = int(ApiKey.SHARE_GROUP_HEARTBEAT)
 _CLASSIC_MEMBERSHIP = frozenset({_JOIN_GROUP, _HEARTBEAT, _LEAVE_GROUP, _SYNC_GROUP})
 
 log = logging.getLogger(__name__)
@@ -185,7 +188,7 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
-class GroupCoordinator:
+class GroupCoordinator(ShareGroupApis):
     """All classic groups and committed offsets of this broker's ``__consumer_offsets`` partitions.
 
     ``partition_count(topic)`` (optional) returns the number of partitions of ``topic`` or None
@@ -207,6 +210,9 @@ class GroupCoordinator:
         #: the KIP-848 consumer groups of this shard (one shard holds both kinds; ids are unique across them)
         self.consumer = ConsumerGroups(self.config.consumer, topics or _NoTopics(), self.timers,
                                        is_classic_group=self._classic_in_use, group_configs=group_configs)
+        #: the share groups (KIP-932) of this shard
+        self.share = ShareGroups(self.config.share, topics or _NoTopics(), self.timers,
+                                 other_group=self._other_group_kind, group_configs=group_configs)
         self._partition_count = partition_count
         self._new_member_id = member_id_factory
         self._fx = Effects()
@@ -367,6 +373,11 @@ class GroupCoordinator:
         if api_key == _CONSUMER_GROUP_HEARTBEAT:
             return self.consumer_group_heartbeat(now_ms, api_version, request, token, client_id=client_id,
                                                  client_host=client_host, topic_view=topic_view)
+        if api_key == _SHARE_GROUP_HEARTBEAT:
+            return self.share_group_heartbeat(now_ms, api_version, request, token, client_id=client_id,
+                                              client_host=client_host)
+        if api_key in _CLASSIC_MEMBERSHIP and (request.get("group_id") or "") in self.share.groups:
+            return self._classic_on_share_group(api_key, now_ms, api_version, request, token)
         if api_key in _CLASSIC_MEMBERSHIP and (request.get("group_id") or "") in self.consumer.groups:
             fx = self._classic_on_consumer_group(api_key, now_ms, api_version, request, token)
             if fx is not None:
@@ -411,6 +422,7 @@ class GroupCoordinator:
         """Topics were created, deleted or changed: consumer groups refresh their subscriptions (and targets)."""
         self._begin(now_ms)
         self.consumer.metadata_changed(now_ms)
+        self.share.metadata_changed(now_ms)
         self._consumer_writes()
         return self._finish()
 
@@ -418,13 +430,14 @@ class GroupCoordinator:
         """Put the records the consumer groups emitted into this call's writes; when one commits its
         records become the groups' committed state, when one fails its groups revert to that state."""
         writes: dict[int, _PendingWrite] = {}
-        for gid, key, value in self.consumer.drain():
+        for gid, key, value in [*self.consumer.drain(), *self.share.drain()]:
             partition = self._partition(gid)
             pw = writes.get(partition)
             if pw is None:
                 pw = writes[partition] = self._write(partition)
                 if not pw.consumer_records:
-                    pw.on_commit.append(lambda pw=pw: self.consumer.committed(pw.consumer_records))
+                    pw.on_commit.append(lambda pw=pw: (self.consumer.committed(pw.consumer_records),
+                                                       self.share.committed(pw.consumer_records)))
                     pw.on_fail.append(lambda _error, pw=pw: self._revert_consumer_groups(pw))
             pw.write.records.append((key, value))
             pw.consumer_records.append((gid, key, value))
@@ -433,11 +446,13 @@ class GroupCoordinator:
     def _revert_consumer_groups(self, failed: _PendingWrite) -> None:
         in_flight = [r for pw in self._inflight.items() for r in pw.consumer_records]
         self.consumer.revert(self._now, {gid for gid, _, _ in failed.consumer_records}, in_flight)
+        self.share.revert(self._now, {gid for gid, _, _ in failed.consumer_records}, in_flight)
 
     def _classic_in_use(self, group_id: str) -> bool:
         """A classic group with members (or being deleted) holds ``group_id``."""
         group = self.groups.get(group_id)
-        return group is not None and (bool(group.members) or group.state is DEAD or group_id in self._deleting)
+        return group_id in self.share.groups or (
+            group is not None and (bool(group.members) or group.state is DEAD or group_id in self._deleting))
 
     def _classic_on_consumer_group(self, api_key: int, now_ms: int, version: int, request: Request,
                                    token: Hashable) -> Effects | None:
@@ -445,17 +460,24 @@ class GroupCoordinator:
         JoinGroup, UNKNOWN_MEMBER_ID for the rest); an Empty consumer group is converted by a JoinGroup
         (None: go on with the classic request)."""
         group = self.consumer.groups[request.get("group_id")]
-        self._begin(now_ms)
         if not group.members and api_key == _JOIN_GROUP:
+            self._begin(now_ms)
             self.consumer.delete(group)
             self._consumer_writes()
             fx = self._finish()
             more = self.join_group(now_ms, version, request, token)
             more.writes[:0] = fx.writes
             return more
+        return self._classic_on_share_group(api_key, now_ms, version, request, token)
+
+    def _classic_on_share_group(self, api_key: int, now_ms: int, version: int, request: Request,
+                                token: Hashable) -> Effects:
+        """A classic-protocol request naming a group of another type (consumer, share): Kafka's errors
+        (INCONSISTENT_GROUP_PROTOCOL for JoinGroup, UNKNOWN_MEMBER_ID for the rest)."""
+        self._begin(now_ms)
         if api_key == _JOIN_GROUP:
-            self._join_error(_Join(version, token, group.group_id, request.get("member_id") or "", None, 0, 0, "",
-                                   (), "", ""), E.INCONSISTENT_GROUP_PROTOCOL)
+            self._join_error(_Join(version, token, request.get("group_id") or "", request.get("member_id") or "",
+                                   None, 0, 0, "", (), "", ""), E.INCONSISTENT_GROUP_PROTOCOL)
         elif api_key == _SYNC_GROUP:
             self._reply(token, _sync_response(version, E.UNKNOWN_MEMBER_ID))
         elif api_key == _HEARTBEAT:
@@ -1035,6 +1057,9 @@ class GroupCoordinator:
             if kind in TIMER_KINDS:
                 self.consumer.on_timer(now_ms, key)
                 self._consumer_writes()
+            elif kind in SHARE_TIMER_KINDS:
+                self.share.on_timer(now_ms, key)
+                self._consumer_writes()
             elif kind == _HEARTBEAT:
                 self._on_session_expired(key[1], key[2])
             elif kind == _JOIN:
@@ -1337,13 +1362,13 @@ class GroupCoordinator:
         out = []
         for gid in request.get("groups") or ():
             group = self._committed_group(gid)
-            if group is None or gid in self.consumer.groups:
+            if group is None or gid in self.consumer.groups or gid in self.share.groups:
                 entry: Response = {"error_code": E.GROUP_ID_NOT_FOUND if v >= 6 else E.NONE, "group_id": gid,
                                    "group_state": DEAD.value, "protocol_type": "", "protocol_data": "",
                                    "members": []}
                 if v >= 6:
-                    entry["error_message"] = f"Group {gid} is not a classic group." if gid in self.consumer.groups \
-                        else f"Group {gid} not found."
+                    entry["error_message"] = f"Group {gid} is not a classic group." \
+                        if gid in self.consumer.groups or gid in self.share.groups else f"Group {gid} not found."
             else:
                 state = EMPTY if gid in self._deleting else group.state
                 stable = state is STABLE
@@ -1394,6 +1419,7 @@ class GroupCoordinator:
                 if v >= 5:
                     entry["group_type"] = "consumer"
                 out.append(entry)
+        out += self._share_groups_listed(v, states, types)
         if not types or "classic" in types:
             for group in self.groups.values():
                 state = EMPTY if self._deleting.get(group.group_id) is group else group.state
@@ -1422,12 +1448,21 @@ class GroupCoordinator:
             group = self.groups.get(gid)
             entry: Response = {"group_id": gid, "error_code": E.NONE}
             consumer_group = self.consumer.groups.get(gid)
+            share_group = self.share.groups.get(gid)
             if consumer_group is not None:
                 if consumer_group.members:
                     entry["error_code"] = E.NON_EMPTY_GROUP
                 else:
                     pw = self._delete_consumer_group(consumer_group)
                     waits.setdefault(pw.write.write_id, (pw, []))[1].append(entry)
+            elif share_group is not None:  # its share state was deleted first (the service's part)
+                if share_group.members:
+                    entry["error_code"] = E.NON_EMPTY_GROUP
+                else:
+                    self.share.delete(share_group)
+                    for pw in self._consumer_writes():
+                        waits.setdefault(pw.write.write_id, (pw, []))[1].append(entry)
+                    self._fx.removed_groups.append(gid)
             elif (group is None and not self._has_offsets(gid)) or (group is not None and group.state is DEAD):
                 entry["error_code"] = E.GROUP_ID_NOT_FOUND
             elif group is not None and group.state is not EMPTY:
@@ -1610,7 +1645,7 @@ class GroupCoordinator:
         """
         k = decode_key(key)
         if k is None:
-            self.consumer.replay(key, value)
+            self.consumer.replay(key, value) or self.share.replay(key, value)
             return
         if k.record_type == GROUP_METADATA_KEY_TYPE:
             if value is None:
@@ -1668,6 +1703,7 @@ class GroupCoordinator:
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)
         self.consumer.complete_load(now_ms)
+        self.share.complete_load(now_ms)
         return self._finish()
 
     _BY_KEY: dict[int, Callable[..., Effects]] = {}
@@ -1685,6 +1721,7 @@ GroupCoordinator._BY_KEY = {
     ApiKey.DELETE_GROUPS: GroupCoordinator.delete_groups,
     ApiKey.OFFSET_DELETE: GroupCoordinator.offset_delete,
     ApiKey.CONSUMER_GROUP_DESCRIBE: GroupCoordinator.consumer_group_describe,
+    ApiKey.SHARE_GROUP_DESCRIBE: GroupCoordinator.share_group_describe,
 }
 
 

@@ -172,7 +172,7 @@ def test_renew_restarts_the_lock() -> None:
     [old] = {id(r.lock): r.lock for r in sp.runs if r.lock}.values()
     assert sp.acknowledge("a", [AckBatch(0, 1, [RENEW])], 900, LIMITS)[:3] == (E.NONE, None, False)
     assert not sp.expire(old, 1000, LIMITS)
-    new = sp.renew_lock()
+    new = sp.renewed
     assert new is not None and new.deadline == 1900
     assert sp.expire(new, 1900, LIMITS)
 

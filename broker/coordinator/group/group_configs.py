@@ -21,9 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from broker.config.settings import BrokerConfig
+from broker.replication.share.manager import ShareGroupSettings
+from broker.replication.share.partition import ShareLimits
 
 __all__ = ["GROUP_CONFIGS", "GroupConfigDef", "GroupConfigError", "auto_offset_reset", "effective_group_configs",
-           "group_config_text", "group_config_value", "validate_group_configs"]
+           "group_config_text", "group_config_value", "share_group_settings", "validate_group_configs"]
 
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
@@ -189,3 +191,14 @@ def validate_group_configs(config: BrokerConfig, overrides: Mapping[str, str]) -
         if int(values[interval][0]) >= int(values[session][0]):
             raise GroupConfigError(f"{interval} must be less than {session}")
     return out
+
+
+def share_group_settings(config: BrokerConfig, overrides: Mapping[str, str]) -> ShareGroupSettings:
+    """What a share-partition leader needs of a group's configs now (its overrides over the broker's)."""
+    values = effective_group_configs(config, overrides)
+    reset = auto_offset_reset(str(values[SHARE_AUTO_OFFSET_RESET][0])) or ("latest", 0)
+    return ShareGroupSettings(
+        ShareLimits(delivery_count_limit=int(values[SHARE_DELIVERY_COUNT_LIMIT][0]),
+                    max_record_locks=int(values[SHARE_PARTITION_MAX_RECORD_LOCKS][0]),
+                    lock_ms=int(values[SHARE_RECORD_LOCK_DURATION][0])),
+        isolation=1 if values[SHARE_ISOLATION_LEVEL][0] == "read_committed" else 0, reset=reset)

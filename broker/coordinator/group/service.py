@@ -30,6 +30,7 @@ from broker.coordinator.group.config import GroupConfig
 from broker.coordinator.group.consumer_group import ConsumerGroupConfig, TopicCatalog, TopicView
 from broker.coordinator.group.coordinator import Effects, GroupCoordinator
 from broker.coordinator.group.partitioning import coordinator_partition
+from broker.coordinator.group.share_group import ShareGroupConfig
 from broker.coordinator.runtime import CoordinatorRuntime, Shard, now_ms
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
@@ -38,6 +39,7 @@ from protocol.primitives import Obj
 
 if TYPE_CHECKING:
     from broker.config.settings import BrokerConfig
+    from broker.coordinator.group.share_service import ShareGroupService
     from broker.coordinator.txn.verifier import TxnVerifier
     from broker.observability.metrics import BrokerMetrics
     from broker.replication.replica_manager import ReplicaManager
@@ -88,6 +90,8 @@ class GroupService:
         self._placed_over: int | None = None
         #: checks transactional offset commits with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
+        #: share groups' flows with the share coordinator (set by the composition root)
+        self.share: ShareGroupService | None = None
         self.runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
             topic=OFFSETS_TOPIC, replica=replica, timer=timer, new_coordinator=self._new_coordinator,
             on_effects=self._on_effects, after_poll=self._track_rebalances, on_unload=self._forget_generations,
@@ -144,6 +148,10 @@ class GroupService:
                 heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
                 session_timeout_ms=c.group_consumer_session_timeout_ms,
                 assignors=consumer_group_assignors(c), max_size=c.group_consumer_max_size),
+            share=ShareGroupConfig(
+                heartbeat_interval_ms=c.group_share_heartbeat_interval_ms,
+                session_timeout_ms=c.group_share_session_timeout_ms, max_size=c.group_share_max_size,
+                initialize_retry_interval_ms=c.group_share_initialize_retry_interval_ms),
         )
 
     def _new_coordinator(self, partition: int, epoch: int) -> GroupCoordinator:
@@ -171,7 +179,13 @@ class GroupService:
         return self._scatter(ApiKey.DESCRIBE_GROUPS, version, req, "groups", "groups", _describe_error)
 
     def delete_groups(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
-        return self._scatter(ApiKey.DELETE_GROUPS, version, req, "groups_names", "results", _delete_error)
+        def delete(r: Obj) -> Any:
+            return self._scatter(ApiKey.DELETE_GROUPS, version, r, "groups_names", "results", _delete_error)
+
+        return delete(req) if self.share is None else self.share.delete_groups(version, req, delete)
+
+    def share_group_describe(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        return self._scatter(ApiKey.SHARE_GROUP_DESCRIBE, version, req, "group_ids", "groups", _share_describe_error)
 
     def consumer_group_describe(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
         return self._scatter(ApiKey.CONSUMER_GROUP_DESCRIBE, version, req, "group_ids", "groups",
@@ -319,6 +333,8 @@ class GroupService:
 
     # -- effects ---------------------------------------------------------------------
     def _on_effects(self, shard: GroupShard, effects: Effects) -> None:
+        if self.share is not None:
+            self.share.after_effects(shard)
         if shard.coordinator is not None:
             bumps = shard.coordinator.consumer.take_epoch_bumps()
             if bumps:
@@ -419,6 +435,11 @@ def _describe_error(group_id: str, code: int) -> dict[str, Any]:
 
 
 def _consumer_describe_error(group_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "group_epoch": -1,
+            "assignment_epoch": -1, "assignor_name": "", "members": [], "authorized_operations": -2147483648}
+
+
+def _share_describe_error(group_id: str, code: int) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "group_epoch": -1,
             "assignment_epoch": -1, "assignor_name": "", "members": [], "authorized_operations": -2147483648}
 

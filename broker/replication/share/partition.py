@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import uuid
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -40,7 +41,7 @@ from typing import NamedTuple
 from protocol.error_codes import ErrorCode
 
 __all__ = ["ACKNOWLEDGED", "ACQUIRED", "ARCHIVED", "AVAILABLE", "AckBatch", "Acquired", "Lock", "LogBatch",
-           "Run", "ShareLimits", "SharePartition", "StateWrite"]
+           "Run", "ShareLimits", "SharePartition", "StateWrite", "expand"]
 
 E = ErrorCode
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
@@ -130,11 +131,12 @@ class StateWrite:
 class SharePartition:
     """See the module doc.  ``start``/``next`` come from the share coordinator's state (:meth:`load`)."""
 
-    def __init__(self, group_id: str, topic: str, partition: int, *, leader_epoch: int = 0,
-                 state_epoch: int = 0) -> None:
+    def __init__(self, group_id: str, topic: str, partition: int, *, topic_id: uuid.UUID | None = None,
+                 leader_epoch: int = 0, state_epoch: int = 0) -> None:
         self.group_id = group_id
         self.topic = topic
         self.partition = partition
+        self.topic_id = topic_id
         self.leader_epoch = leader_epoch
         self.state_epoch = state_epoch
         self.start = 0
@@ -147,6 +149,8 @@ class SharePartition:
         self._queued_ids: set[int] = set()
         self._must_write = False
         self.writing: StateWrite | None = None
+        #: the lock the last acknowledgement's RENEW gave its records (for the caller's timer)
+        self.renewed: Lock | None = None
         #: counters for metrics
         self.acquired_records = 0
         self.acknowledged = {ACCEPT: 0, RELEASE: 0, REJECT: 0, RENEW: 0, GAP: 0}
@@ -372,8 +376,7 @@ class SharePartition:
         ``waiter`` is answered by :meth:`write_done`).  All of them apply, or none (an error)."""
         plan: list[tuple[int, int, int]] = []
         for b in batches:
-            types = list(b.types)
-            for offset_first, offset_last, ack in _expand(b, types):
+            for offset_first, offset_last, ack in expand(b):
                 first, last = max(offset_first, self.start), offset_last
                 if last < first:
                     continue  # below SPSO: done already
@@ -411,13 +414,9 @@ class SharePartition:
                 written = True
         if written and waiter is not None:
             self._queued_waiters.append(waiter)
+        self.renewed = renew_lock
         self._coalesce()
         return E.NONE, None, written
-
-    def renew_lock(self) -> Lock | None:
-        """The lock the last acknowledgement's RENEW gave (for the caller's timer), if any."""
-        locks = {id(r.lock): r.lock for r in self.runs if r.state == ACQUIRED and r.lock is not None}
-        return max(locks.values(), key=lambda lock: lock.id) if locks else None
 
     def _runs_in(self, first: int, last: int) -> list[Run]:
         out = []
@@ -506,12 +505,12 @@ class SharePartition:
         return list(seen.values())
 
 
-def _expand(b: AckBatch, types: list[int]) -> list[tuple[int, int, int]]:
+def expand(b: AckBatch) -> list[tuple[int, int, int]]:
     """An acknowledgement batch as (first, last, type) ranges of one type each."""
-    if len(types) == 1:
-        return [(b.first, b.last, types[0])]
+    if len(b.types) == 1:
+        return [(b.first, b.last, b.types[0])]
     out: list[tuple[int, int, int]] = []
-    for offset, ack in zip(range(b.first, b.last + 1), types, strict=True):
+    for offset, ack in zip(range(b.first, b.last + 1), b.types, strict=True):
         if out and out[-1][2] == ack and out[-1][1] + 1 == offset:
             out[-1] = (out[-1][0], offset, ack)
         else:

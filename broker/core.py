@@ -477,6 +477,8 @@ class BrokerCore:
         from broker.observability.metrics import MAX_LABELLED_GROUPS
 
         groups = list(self.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
+        groups += list(self.share_groups.collect_metrics(MAX_LABELLED_GROUPS))
+        groups += list(self.share_partitions.collect_metrics(MAX_LABELLED_GROUPS))
         transactions = list(self.txn_service.collect_metrics())
         image = self.metadata.image
         offline = sum(1 for p in image.partitions() if p.leader < 0 or not image.is_alive(p.leader))

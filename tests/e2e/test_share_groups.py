@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from e2e_helpers import BrokerProcess
-from share_e2e import (
+from share_helpers import (
     ShareReader,
     create_topic,
     produce,

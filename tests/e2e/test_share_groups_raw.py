@@ -6,13 +6,14 @@ share-group offsets, ListGroups' type filter, DeleteGroups).  The broker serves 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_helpers import BrokerProcess, RawClient
-from share_e2e import (
+from e2e_helpers import BrokerProcess, RawClient, free_port
+from share_helpers import (
     RawMember,
     acquired,
     create_topic,
@@ -36,7 +37,8 @@ ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    bp = BrokerProcess(tmp_path_factory.mktemp("share-raw") / "data", extra_args=share_args())
+    bp = BrokerProcess(tmp_path_factory.mktemp("share-raw") / "data",
+                       extra_args=[*share_args(), "--metrics-port", str(free_port())])
     bp.start()
     yield bp
     assert bp.alive(), f"broker died during the module:\n{bp.log_tail()}"
@@ -161,6 +163,36 @@ def test_renew_keeps_a_slow_record(broker: BrokerProcess, client: RawClient) -> 
     produce(broker.bootstrap_servers, topic, ["later"])
     resp = wait_until(lambda: (r := other.fetch(max_wait_ms=1000)) and acquired(r) and r, what="the new record")
     assert acquired(resp) == [(3, 3, 1)]
+
+
+def metric(broker: BrokerProcess, name: str, **labels: str) -> float:
+    """A sample of the broker's /metrics (0 when absent)."""
+    import urllib.request
+
+    port = int(broker.extra_args[broker.extra_args.index("--metrics-port") + 1])
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    for line in text.splitlines():
+        sample, _, value = line.rpartition(" ")
+        found, _, rest = sample.partition("{")
+        if found == name and dict(re.findall(r'(\w+)="([^"]*)"', rest)) == labels:
+            return float(value)
+    return 0.0
+
+
+def test_metrics(broker: BrokerProcess, client: RawClient) -> None:
+    group, topic, tid = setup(broker, client, records=6)
+    m = RawMember(client, group, tid)
+    m.join(topic)
+    accepted = metric(broker, "kbroker_share_records_total", action="accept")
+    assert acquired(m.fetch(epoch=0)) == [(0, 5, 1)]
+    m.acknowledge([(0, 3, [ACCEPT]), (4, 5, [RELEASE])])
+    assert metric(broker, "kbroker_share_records_total", action="accept") == accepted + 4
+    assert metric(broker, "kbroker_share_groups", state="Stable") >= 1
+    assert metric(broker, "kbroker_share_group_members", group=group) == 1
+    assert metric(broker, "kbroker_share_partition_in_flight_records", group=group, topic=topic, partition="0") == 2
+    assert metric(broker, "kbroker_share_partition_lag", group=group, topic=topic, partition="0") == 2
+    assert metric(broker, "kbroker_share_sessions") >= 1
 
 
 def describe_offsets(client: RawClient, group: str, version: int = 1) -> dict[int, tuple[int, int]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.runtime import now_ms
@@ -265,6 +265,26 @@ class ShareGroupService:
             return body
 
         return run()
+
+    def collect_metrics(self, max_labelled: int) -> Iterator[Any]:
+        """Share groups by state and their members (per group for the first ``max_labelled``)."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        by_state = GaugeMetricFamily("kbroker_share_groups", "Share groups by state", labels=["state"])
+        members = GaugeMetricFamily("kbroker_share_group_members", "Members per share group", labels=["group"])
+        epochs = GaugeMetricFamily("kbroker_share_group_epoch", "Group epoch per share group", labels=["group"])
+        counts = {"Empty": 0, "Stable": 0}
+        n = 0
+        for coordinator in self.groups.coordinators():
+            for gid, group in coordinator.share.groups.items():
+                counts[group.state] = counts.get(group.state, 0) + 1
+                n += 1
+                if n <= max_labelled:
+                    members.add_metric([gid], len(group.members))
+                    epochs.add_metric([gid], group.group_epoch)
+        for state, count in counts.items():
+            by_state.add_metric([state], count)
+        yield from (by_state, members, epochs)
 
     def close(self) -> None:
         for task in list(self._tasks):

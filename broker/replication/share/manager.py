@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -285,8 +285,8 @@ class SharePartitionManager:
         data: list[bytes] = []
         size = new_records = 0
         for header, raw in plog.iter_batches(position):
-            if header.last_offset >= limit:
-                break
+            if header.last_offset >= limit or (data and size + len(raw) > budget):
+                break  # the first batch comes whole; the others within the byte budget
             metas.append(LogBatch(header.base_offset, header.last_offset, header.is_control,
                                   bool(aborted) and header.is_transactional and not header.is_control and any(
                                       t.producer_id == header.producer_id and t.first_offset <= header.base_offset
@@ -295,7 +295,7 @@ class SharePartitionManager:
             size += len(raw)
             if header.last_offset >= sp.next:
                 new_records += header.last_offset - max(header.base_offset, sp.next) + 1
-            if size >= budget or new_records >= max_records:
+            if new_records >= max_records:
                 break
         acquired, lock = sp.acquire(member_id, metas, max_records, self.now(), settings.limits, mode=mode)
         self.totals["archived"] += sp.archived_records - before_archived
@@ -593,13 +593,45 @@ class SharePartitionManager:
             task.cancel()
 
     # ------------------------------------------------------------------ inspection
-    def partition_stats(self) -> list[tuple[str, str, int, int, int, int]]:
-        """(group, topic, partition, in-flight records, acquired records, start offset) of every share-partition."""
-        out = []
-        for (group, topic, partition), sp in self.cache.items():
+    def collect_metrics(self, max_labelled: int) -> Iterator[Any]:
+        """Share-partitions this broker leads (in flight, acquired, lag; per partition for the first
+        ``max_labelled``), what they did since start (records acquired, accepted, released, rejected,
+        archived, renewed; lock expiries) and the share sessions."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        labels = ["group", "topic", "partition"]
+        in_flight = GaugeMetricFamily("kbroker_share_partition_in_flight_records",
+                                      "Records between the share-partition start and end offsets", labels=labels)
+        held = GaugeMetricFamily("kbroker_share_partition_acquired_records", "Records acquired (locked) by members",
+                                 labels=labels)
+        lag = GaugeMetricFamily("kbroker_share_partition_lag", "Records of the partition not yet delivered to "
+                                "completion: high watermark minus start offset minus records done beyond it",
+                                labels=labels)
+        partitions = GaugeMetricFamily("kbroker_share_partitions", "Share-partitions this broker leads (cached)")
+        partitions.add_metric([], len(self.cache))
+        for n, ((group, topic, index), sp) in enumerate(sorted(self.cache.items())):
+            if n >= max_labelled:
+                break
             counts = sp.state_counts()
-            out.append((group, topic, partition, sp.in_flight, counts[1], sp.start))
-        return out
+            key = [group, topic, str(index)]
+            in_flight.add_metric(key, sp.in_flight)
+            held.add_metric(key, counts[1])
+            p = self.replica.partitions.get((topic, index))
+            if p is not None and p.is_leader:
+                lag.add_metric(key, max(0, p.log.high_watermark - sp.start - counts[2] - counts[4]))
+        records = CounterMetricFamily("kbroker_share_records", "Records acquired and acknowledged by share "
+                                      "consumers, and archived, since start", labels=["action"])
+        for action in ("acquired", "accept", "release", "reject", "renew", "archived"):
+            records.add_metric([action], self.totals[action])
+        expiries = CounterMetricFamily("kbroker_share_lock_expiries", "Acquisition locks that expired with "
+                                       "records still acquired")
+        expiries.add_metric([], self.totals["lock_expiries"])
+        sessions = GaugeMetricFamily("kbroker_share_sessions", "Open share sessions (ShareFetch)")
+        sessions.add_metric([], len(self.sessions))
+        evictions = CounterMetricFamily("kbroker_share_session_evictions", "Share sessions ended by their "
+                                        "connection closing")
+        evictions.add_metric([], self.sessions.evictions)
+        yield from (partitions, in_flight, held, lag, records, expiries, sessions, evictions)
 
 
 def _partition_entry(index: int) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""Helpers of the share-group end-to-end tests (KIP-932): broker settings that make share groups quick to
-test, admin helpers over confluent-kafka's AdminClient, a confluent-kafka ``ShareConsumer`` in a thread
-(implicit or explicit acknowledgement, an acknowledgement decided per record), and raw share requests
-(heartbeat, fetch, acknowledge) over :class:`e2e_helpers.RawClient` for what a client hides.
+"""Helpers of the share-group tests with real processes (KIP-932; the end-to-end and cluster suites):
+broker settings that make share groups quick to test, admin helpers over confluent-kafka's AdminClient, a
+confluent-kafka ``ShareConsumer`` in a thread (implicit or explicit acknowledgement, an acknowledgement
+decided per record), and raw share requests (heartbeat, fetch, acknowledge) over any client with a
+``request(api_key, version, body)`` (the end-to-end suite's ``RawClient``) for what a client hides.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
-
-from e2e_helpers import RawClient
 
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode as E
@@ -53,7 +52,7 @@ def unique(prefix: str) -> str:
 def admin(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap})
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, replication: int = 1,
@@ -163,7 +162,7 @@ class ShareReader(threading.Thread):
 class RawMember:
     """A share group member speaking the protocol itself over a :class:`RawClient` (for what clients hide)."""
 
-    def __init__(self, client: RawClient, group: str, topic_id: uuid.UUID, member_id: str | None = None) -> None:
+    def __init__(self, client: Any, group: str, topic_id: uuid.UUID, member_id: str | None = None) -> None:
         self.client, self.group, self.topic_id = client, group, topic_id
         self.member_id = member_id or uuid.uuid4().hex[:22]
         self.epoch = 0
@@ -242,7 +241,7 @@ def fetched_values(resp: Any) -> dict[int, str]:
             if any(f <= r.offset <= lst for f, lst in ranges)}
 
 
-def topic_id(client: RawClient, topic: str) -> uuid.UUID:
+def topic_id(client: Any, topic: str) -> uuid.UUID:
     resp = client.request(ApiKey.METADATA, 12, {"topics": [{"name": topic, "topic_id": None}],
                                                 "allow_auto_topic_creation": False,
                                                 "include_topic_authorized_operations": False})

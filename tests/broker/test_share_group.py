@@ -348,3 +348,31 @@ def test_new_partitions_are_initialised_and_deleted_topics_forgotten() -> None:
     shard.run(shard.c.metadata_changed(shard.now))
     a.beat()
     assert a.assignment == set() and not shard.group().initialized
+
+
+def test_offsets_admin_state_changes() -> None:
+    shard = Shard(Topics(t=2))
+    a = Member(shard, "a", ["t"])
+    settle([a])
+    tid = shard.topics.topic_id("t")
+    topics = {tid: ("t", frozenset({0}))}
+
+    def change(group: str = "g", **kw: bool) -> dict[str, Any]:
+        shard.tokens += 1
+        return shard.run(shard.c.share_state_change(shard.now, group, topics, shard.tokens, **kw))[shard.tokens]
+
+    assert change()["error_code"] == E.NON_EMPTY_GROUP
+    shard.hb("a", -1)
+    before = shard.group().group_epoch
+    marked = change()  # AlterShareGroupOffsets: initialised again, under a new (state) epoch
+    assert marked["error_code"] == E.NONE and marked["state_epoch"] == before + 1
+    assert shard.group().initializing == topics and shard.group().initialized == {tid: ("t", frozenset({1}))}
+    change(done=True)
+    assert shard.group().initialized == {tid: ("t", frozenset({0, 1}))} and not shard.group().initializing
+    change(deleting=True)  # DeleteShareGroupOffsets
+    assert shard.group().deleting == {tid: "t"} and not shard.group().initialized
+    change(deleting=True, done=True)
+    assert not shard.group().deleting
+    assert change("unknown", deleting=True)["error_code"] == E.GROUP_ID_NOT_FOUND
+    created = change("fresh")  # altering the offsets of a group that does not exist creates it
+    assert created["error_code"] == E.NONE and shard.c.share.groups["fresh"].initializing == topics

@@ -592,7 +592,10 @@ class ShareGroups:
         group = self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = ShareGroup(group_id)
-            self._emit(group_id, GROUP_METADATA, {"group_id": group_id}, {"epoch": 1, "metadata_hash": 0})
+        # a new group epoch: the state is initialised with a newer state epoch, fencing a leader that still
+        # caches the old state (its next write fails, and it reads the new state)
+        self._emit(group_id, GROUP_METADATA, {"group_id": group_id},
+                   {"epoch": group.group_epoch + 1, "metadata_hash": group.metadata_hash})
         initializing = dict(group.initializing)
         initialized = dict(group.initialized)
         for tid, (name, parts) in topics.items():

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -216,15 +216,29 @@ class SharePartitionManager:
                      listener: str | None) -> None:
         """Acquire records of the session's partitions; wait (up to ``MaxWaitMs``) when there are none."""
         targets: list[tuple[_Target, Partition]] = []
+        to_load: list[tuple[_Target, Partition]] = []
         for tp in list(session.partitions):
             target, partition, code = self._resolve(session.group_id, *tp)
             if code != E.NONE:
                 self._partition_error(answers, tp, code, target, leaders)
                 continue
             assert target is not None and partition is not None
+            sp = self.cache.get(target.key)
+            if sp is not None and sp.leader_epoch == partition.leader_epoch:
+                targets.append((target, partition))
+            else:
+                to_load.append((target, partition))
+        # share-partitions not cached yet are read from the share coordinator one after the other; once one
+        # has records to acquire, the fetch goes on with what it has while the others load (Kafka, too,
+        # initialises share-partitions asynchronously and answers with those ready)
+        for i, (target, partition) in enumerate(to_load):
+            if any(self._acquirable(t, p, settings) for t, p in targets):
+                for later in to_load[i:]:
+                    self._spawn(self._share_partition(*later))
+                break
             sp, code = await self._share_partition(target, partition)
             if sp is None:
-                self._partition_error(answers, tp, code, target, leaders)
+                self._partition_error(answers, (target.topic_id, target.partition), code, target, leaders)
                 continue
             targets.append((target, partition))
         mode = req.get("share_acquire_mode", 0) or 0
@@ -551,9 +565,11 @@ class SharePartitionManager:
         if self._closed:
             return
         write = sp.next_write()
-        if write is None:
-            return
-        task = asyncio.ensure_future(self._write(sp, write))
+        if write is not None:
+            self._spawn(self._write(sp, write))
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

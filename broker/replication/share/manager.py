@@ -205,7 +205,7 @@ class SharePartitionManager:
                 answers.setdefault(tp, _partition_entry(tp[1]))
         return Obj(throttle_time_ms=0, error_code=E.NONE, error_message=None,
                    acquisition_lock_timeout_ms=settings.limits.lock_ms, responses=_by_topic(answers),
-                   node_endpoints=self.replica._node_endpoints(leaders, listener))
+                   node_endpoints=self.replica.node_endpoints(leaders, listener))
 
     def _fetch_error(self, code: int, settings: ShareGroupSettings, message: str | None = None) -> Obj:
         return Obj(throttle_time_ms=0, error_code=code, error_message=message,
@@ -368,7 +368,7 @@ class SharePartitionManager:
         return Obj(throttle_time_ms=0, error_code=E.NONE, error_message=None,
                    acquisition_lock_timeout_ms=settings.limits.lock_ms,
                    responses=[{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
-                   node_endpoints=self.replica._node_endpoints(leaders, listener))
+                   node_endpoints=self.replica.node_endpoints(leaders, listener))
 
     async def _acknowledge_all(self, member_id: str, group_id: str, topics: Iterable[Any], version: int, renew: bool,
                                settings: ShareGroupSettings, leaders: set[int], listener: str | None,
@@ -443,7 +443,7 @@ class SharePartitionManager:
         entry = answers.setdefault(tp, _partition_entry(tp[1]))
         entry["acknowledge_error_code" if acknowledge else "error_code"] = code
         if code == E.NOT_LEADER_OR_FOLLOWER and target is not None:
-            current = self.replica._current_leader(target.key[1], target.partition)
+            current = self.replica.current_leader(target.key[1], target.partition)
             entry["current_leader"] = current
             if current["leader_id"] >= 0:
                 leaders.add(current["leader_id"])

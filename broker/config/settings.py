@@ -207,7 +207,6 @@ class BrokerConfig:
     group_share_max_share_sessions: int = 2000
     #: how long the group coordinator waits before retrying a failed initialization of share state
     group_share_initialize_retry_interval_ms: int = 30_000
-    share_fetch_purgatory_purge_interval_requests: int = 1000
     # the share coordinator (``__share_group_state``)
     share_coordinator_state_topic_num_partitions: int = 50
     #: None: 3 in a cluster (as Kafka), 1 for a single broker

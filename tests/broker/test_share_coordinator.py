@@ -3,8 +3,12 @@ initialise, read, write, delete, summaries, fencing, snapshots, replay."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.coordinator.share.coordinator import ShareCoordinator, ShareCoordinatorConfig
 from broker.coordinator.share.state import (
@@ -138,3 +142,30 @@ def test_keys_and_partitioning_are_kafkas() -> None:
     key = Key("my-group", uuid.UUID(int=1), 3)
     assert share_key(key) == "my-group:AAAAAAAAAAAAAAAAAAAAAQ:3"
     assert 0 <= state_partition(key, 50) < 50
+
+
+BATCHES = st.lists(st.tuples(st.integers(0, 30), st.integers(0, 5), st.sampled_from([AVAILABLE, ACKNOWLEDGED, ARCHIVED]),
+                             st.integers(0, 3)), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(old=BATCHES, new=BATCHES, start=st.integers(0, 20))
+def test_merging_is_overwriting_offsets(old: list[tuple[int, int, int, int]], new: list[tuple[int, int, int, int]],
+                                       start: int) -> None:
+    """Merged state batches hold, per offset from the start offset on, the newest write's state and count."""
+    def batches(spec: list[tuple[int, int, int, int]]) -> list[StateBatch]:
+        return [StateBatch(first, first + length, state, count) for first, length, state, count in spec]
+
+    fresh = batches(new)
+    covered = [o for b in fresh for o in range(b.first, b.last + 1)]
+    if len(covered) != len(set(covered)):
+        return  # new batches overlapping each other: no writer sends them
+    stored: tuple[StateBatch, ...] = ()
+    for b in batches(old):  # earlier writes, one after the other
+        stored = merge_batches(stored, [b], 0)
+    expected = {o: (b.state, b.count) for b in stored for o in range(b.first, b.last + 1)}
+    expected.update({o: (b.state, b.count) for b in fresh for o in range(b.first, b.last + 1)})
+    merged = merge_batches(stored, fresh, start)
+    got = {o: (b.state, b.count) for b in merged for o in range(b.first, b.last + 1)}
+    assert got == {o: v for o, v in expected.items() if o >= start}
+    assert all(a.last < b.first for a, b in itertools.pairwise(merged))

@@ -8,8 +8,9 @@ PORT ?= 9092
 HOST ?= 127.0.0.1
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9464
+CONSOLE_PORT ?= 9080
 
-.PHONY: run test install install-all lint bench clean
+.PHONY: run test test-container install install-all lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,16 +27,24 @@ $(STAMP_ALL): pyproject.toml setup.py protocol/_crecords.pyx | $(PY)
 install: $(STAMP_BASE)
 install-all: $(STAMP_ALL)
 
-## run: start the broker with the embedded single-node defaults
+## run: start the broker with the embedded single-node defaults (CONSOLE_PORT=none: no web console)
 run: $(STAMP_BASE)
-	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR) --metrics-port $(METRICS_PORT)
+	@if [ "$(CONSOLE_PORT)" != none ]; then echo "kbroker console: http://127.0.0.1:$(CONSOLE_PORT)/ (the broker logs where it listens)"; fi
+	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR) --metrics-port $(METRICS_PORT) \
+		--console-port $(CONSOLE_PORT)
 
-## test: install everything into .venv and run the whole suite
+## test: install everything into .venv and run the whole suite, the container tests last
 test: $(STAMP_ALL)
 	bash tests/setup_tools.sh
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/container
+	$(PY) -m pytest -q -p no:cacheprovider tests/container
+
+## test-container: build the image with podman and run it and the compose stacks (tests/container)
+test-container: $(STAMP_ALL)
+	bash tests/setup_tools.sh
+	$(PY) -m pytest -q -p no:cacheprovider tests/container
 
 lint: $(STAMP_ALL)
 	$(PY) -m ruff check .

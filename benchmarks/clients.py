@@ -16,7 +16,16 @@ and version builds its codec, and whichever client went first used to pay that (
 inside its figure.  Every measured run still includes the client's start, the topic's creation
 and the final flush or close.
 
-    python benchmarks/clients.py [--records 50000] [--in-process]
+Further sections (``--sections``, all by default):
+
+* ``rebalance``: rebalance time of our consumer, classic and KIP-848 (``group_protocol="consumer"``), beside
+  confluent-kafka's, 10 members x 900 partitions (as ``benchmarks/kip848.py``): join, scale out (an 11th
+  member), scale in (it closes), each until every partition is owned once and the split is balanced;
+* ``transactions``: transactional produce records/s at 100, 1,000 and 10,000 records per transaction, ours
+  beside confluent-kafka's and aiokafka's;
+* ``spark``: the ``kbroker`` sink's batch write throughput, exactly-once vs at-least-once.
+
+    python benchmarks/clients.py [--records 50000] [--in-process] [--sections throughput,rebalance,...]
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import contextlib
 import itertools
 import os
 import random
+import sys
 import tempfile
 import time
 import uuid
@@ -172,12 +182,223 @@ CLIENTS: dict[str, tuple[Callable[..., None], Callable[..., None]]] = {
 }
 
 
+# -- rebalance time: 10 members, 900 partitions (as benchmarks/kip848.py) ------------------------
+
+
+def _settled(assignments: list[set[tuple[str, int]]], topic: str, partitions: int) -> bool:
+    owned = [tp for a in assignments for tp in a]
+    if len(owned) != partitions or set(owned) != {(topic, p) for p in range(partitions)}:
+        return False
+    sizes = [len(a) for a in assignments]
+    return max(sizes) - min(sizes) <= 1
+
+
+def _ours_rebalance(bs: str, topic: str, partitions: int, members: int, protocol: str,
+                    timeout: float) -> dict[str, float]:
+    """Our consumers (one event loop): join, an extra member joins (scale out), it closes (scale in)."""
+    group = f"bench-ours-{protocol}-{uuid.uuid4().hex[:6]}"
+
+    def make() -> Consumer:
+        return Consumer(topic, bootstrap_servers=bs, group_id=group, group_protocol=protocol,
+                        enable_auto_commit=False)
+
+    async def settle(consumers: list[Consumer]) -> float:
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            await asyncio.gather(*(c.getmany(timeout_ms=10) for c in consumers))
+            if _settled([{(tp.topic, tp.partition) for tp in c.assignment()} for c in consumers], topic, partitions):
+                return time.monotonic() - start
+        raise RuntimeError(f"not settled within {timeout}s")
+
+    async def run() -> dict[str, float]:
+        consumers = [make() for _ in range(members)]
+        start = time.monotonic()
+        await asyncio.gather(*(c.start() for c in consumers))
+        out = {"join": time.monotonic() - start + await settle(consumers)}
+        extra = make()
+        start = time.monotonic()
+        await extra.start()
+        out["scale out"] = time.monotonic() - start + await settle([*consumers, extra])
+        start = time.monotonic()
+        await extra.close()
+        out["scale in"] = time.monotonic() - start + await settle(consumers)
+        await asyncio.gather(*(c.close() for c in consumers))
+        return out
+
+    return asyncio.run(run())
+
+
+def _confluent_rebalance(bs: str, topic: str, partitions: int, members: int, protocol: str,
+                         timeout: float) -> dict[str, float]:
+    from confluent_kafka import Consumer as CKConsumer
+
+    group = f"bench-ck-{protocol}-{uuid.uuid4().hex[:6]}"
+
+    def make() -> CKConsumer:
+        config = {"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False}
+        if protocol == "consumer":
+            config["group.protocol"] = "consumer"
+        c = CKConsumer(config)
+        c.subscribe([topic])
+        return c
+
+    def settle(consumers: list[CKConsumer]) -> float:
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            for c in consumers:
+                c.poll(0.01)
+            if _settled([{(tp.topic, tp.partition) for tp in c.assignment()} for c in consumers], topic, partitions):
+                return time.monotonic() - start
+        raise RuntimeError(f"not settled within {timeout}s")
+
+    consumers = [make() for _ in range(members)]
+    out = {"join": settle(consumers)}
+    extra = make()
+    out["scale out"] = settle([*consumers, extra])
+    start = time.monotonic()
+    extra.close()
+    out["scale in"] = time.monotonic() - start + settle(consumers)
+    for c in consumers:
+        c.close()
+    return out
+
+
+def rebalance_section(bs: str, members: int, partitions: int) -> None:
+    topic = "bench-rebalance"
+    _create_topics(bs, {topic: partitions})
+    cases = {"kbroker classic (range, eager)": lambda: _ours_rebalance(bs, topic, partitions, members, "classic", 300),
+             "kbroker consumer (KIP-848)": lambda: _ours_rebalance(bs, topic, partitions, members, "consumer", 300),
+             "confluent-kafka classic (range, eager)":
+                 lambda: _confluent_rebalance(bs, topic, partitions, members, "classic", 300),
+             "confluent-kafka consumer (KIP-848)":
+                 lambda: _confluent_rebalance(bs, topic, partitions, members, "consumer", 300)}
+    print(f"\nrebalance time, {members} members x {partitions} partitions (s, until every partition is owned "
+          "once and the split is balanced)")
+    print("| case | join | scale out | scale in |")
+    print("|---|---:|---:|---:|")
+    for name, run in cases.items():
+        r = run()
+        print(f"| {name} | {r['join']:.2f} | {r['scale out']:.2f} | {r['scale in']:.2f} |", flush=True)
+
+
+# -- transactional producers ---------------------------------------------------------------------
+
+
+def _ours_txn(bs: str, topic: str, n: int, per_txn: int, payload: bytes) -> None:
+    async def run() -> None:
+        async with Producer(bootstrap_servers=bs, linger_ms=5, batch_size=256 * 1024,
+                            transactional_id=f"bench-{uuid.uuid4().hex[:8]}") as p:
+            for start in range(0, n, per_txn):
+                async with p.transaction():
+                    for _ in range(min(per_txn, n - start)):
+                        await p.enqueue(topic, value=payload, partition=0)
+
+    asyncio.run(run())
+
+
+def _aiokafka_txn(bs: str, topic: str, n: int, per_txn: int, payload: bytes) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bs, linger_ms=5, max_batch_size=256 * 1024,
+                             transactional_id=f"bench-{uuid.uuid4().hex[:8]}")
+        await p.start()
+        try:
+            for start in range(0, n, per_txn):
+                async with p.transaction():
+                    for _ in range(min(per_txn, n - start)):
+                        await p.send(topic, value=payload, partition=0)
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+
+
+def _confluent_txn(bs: str, topic: str, n: int, per_txn: int, payload: bytes) -> None:
+    from confluent_kafka import Producer as CKProducer
+
+    p = CKProducer({"bootstrap.servers": bs, "linger.ms": 5, "transactional.id": f"bench-{uuid.uuid4().hex[:8]}"})
+    p.init_transactions(60)
+    for start in range(0, n, per_txn):
+        p.begin_transaction()
+        for _ in range(min(per_txn, n - start)):
+            while True:
+                try:
+                    p.produce(topic, value=payload, partition=0)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        p.commit_transaction(60)
+
+
+TXN_CLIENTS: dict[str, Callable[..., None]] = {
+    "kbroker": _ours_txn, "aiokafka": _aiokafka_txn, "confluent-kafka": _confluent_txn,
+}
+
+
+def transactions_section(bs: str) -> None:
+    payload = b"x" * 100
+    print("\ntransactional produce, 100 B records, one partition (records/s; every transaction committed)")
+    print("| records per transaction | " + " | ".join(TXN_CLIENTS) + " | kbroker / aiokafka |")
+    print("|---:|" + "---:|" * (len(TXN_CLIENTS) + 1))
+    for per_txn, n in ((100, 20_000), (1000, 50_000), (10_000, 100_000)):
+        rates = {}
+        for name, run in TXN_CLIENTS.items():
+            topic = f"bench-txn-{name}-{per_txn}"
+            _create_topics(bs, {topic: 1})
+            t0 = time.perf_counter()
+            run(bs, topic, n, per_txn, payload)
+            rates[name] = n / (time.perf_counter() - t0)
+        print(f"| {per_txn:,} | " + " | ".join(f"{rates[c]:,.0f}" for c in TXN_CLIENTS)
+              + f" | {rates['kbroker'] / rates['aiokafka']:.2f} |", flush=True)
+
+
+# -- Spark: exactly-once vs at-least-once writes ----------------------------------------------------
+
+
+def spark_section(bs: str, rows: int, repeats: int) -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import spark_jobs
+
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "2")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_jobs.register(spark)
+    df = spark.range(0, rows, 1, 2).selectExpr("cast(id as string) key", "repeat('x', 100) value").cache()
+    df.count()
+    best: dict[str, float] = {}
+    for i in range(repeats + 1):  # the first round warms Spark and the workers up
+        for guarantee in ("at-least-once", "exactly-once"):
+            topic = f"bench-spark-{guarantee}-{i}"
+            _create_topics(bs, {topic: 2})
+            t0 = time.perf_counter()
+            df.write.format("kbroker").mode("append").option("kafka.bootstrap.servers", bs).option("topic", topic) \
+                .option("deliveryGuarantee", guarantee).save()
+            rate = rows / (time.perf_counter() - t0)
+            if i:
+                best[guarantee] = max(best.get(guarantee, 0.0), rate)
+    spark.stop()
+    ratio = best["exactly-once"] / best["at-least-once"]
+    print(f"\nSpark batch write of {rows:,} rows (100 B values, 2 tasks, local[2]), best of {repeats}: "
+          f"at-least-once {best['at-least-once']:,.0f} rows/s, exactly-once {best['exactly-once']:,.0f} rows/s, "
+          f"ratio {ratio:.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--in-process", action="store_true", help="run the broker in a thread of this process")
     ap.add_argument("--warmup", type=int, default=2000, help="records each client produces and consumes first")
+    ap.add_argument("--sections", default="throughput,rebalance,transactions,spark",
+                    help="comma-separated: throughput, rebalance, transactions, spark")
+    ap.add_argument("--members", type=int, default=10)
+    ap.add_argument("--partitions", type=int, default=900)
+    ap.add_argument("--spark-rows", type=int, default=500_000)
     args = ap.parse_args()
+    sections = set(args.sections.split(","))
     results: dict[tuple[str, int, str], float] = {}
     from protocol.records import COMPILED
 
@@ -189,6 +410,14 @@ def main() -> None:
         else:
             broker = stack.enter_context(BrokerProcess(os.path.join(d, "data"), extra_args=["--log-level", "WARNING"]))
             bs = broker.bootstrap_servers
+        if "rebalance" in sections:
+            rebalance_section(bs, args.members, args.partitions)
+        if "transactions" in sections:
+            transactions_section(bs)
+        if "spark" in sections:
+            spark_section(bs, args.spark_rows, 2)
+        if "throughput" not in sections:
+            return
         if args.warmup > 0:
             for name, (produce, consume) in CLIENTS.items():
                 produce(bs, f"warmup-{name}", args.warmup, b"w" * 100)

@@ -11,8 +11,7 @@ import sys
 
 from broker.cluster.kv import KVError
 from broker.cluster.metadata import DuplicateBrokerError
-from broker.config.settings import load
-from broker.core import BrokerCore
+from broker.core import BrokerCore, load_config
 from broker.log.errors import LogError
 from broker.observability.logging_setup import configure_logging
 
@@ -34,7 +33,7 @@ async def _serve(core: BrokerCore) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = load(argv)
+    config = load_config(argv)
     configure_logging(config.log_level)
     core = BrokerCore(config)
     try:

@@ -9,6 +9,11 @@ driver, periodic log maintenance, the metrics endpoint, and the order of
 startup (logs → metadata → replicas → serving) and shutdown (leave the
 cluster → drain connections → stop replicas → flush and close logs).
 
+The settings pass through here too: :func:`load_config` loads them with :data:`CONFIG_CHECKS`, the
+cross-checks of the packages above :mod:`broker.config`; each component gets a narrow frozen settings
+object built here (:func:`server_settings`, :func:`replica_settings`, :func:`group_settings`, ...), and
+those of the components that use a dynamic setting are rebuilt and handed over when one changes.
+
 A failed fsync (or any I/O failure the storage layer reports) takes the data
 directory offline (``broker.log.dir_failure``); the core then logs one CRITICAL
 line and stops the broker, as Kafka does when its last log directory fails.
@@ -23,6 +28,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.controller import ControllerSettings
@@ -37,20 +43,31 @@ from broker.cluster.records import (
     partition_key,
     topic_key,
 )
-from broker.config.dynamic import DynamicBrokerConfig, broker_log_defaults
-from broker.config.settings import BrokerConfig
+from broker.config.dynamic import DynamicBrokerConfig
+from broker.config.loader import Check, load, validate
+from broker.config.settings import BrokerConfig, broker_log_defaults, split_list
+from broker.coordinator.group.assignors import ASSIGNORS
+from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.consumer_group import ConsumerGroupConfig
+from broker.coordinator.group.share_group import ShareGroupConfig
+from broker.coordinator.txn.coordinator import TxnConfig
 from broker.log.cleaner import CleanerSettings
+from broker.log.config import LogConfig
 from broker.log.dir_failure import LogDirFailure
-from broker.log.errors import KafkaStorageError, LogError
+from broker.log.errors import InvalidConfigError, KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
-from broker.observability.metrics import BrokerMetrics, BrokerState
+from broker.network.server import ServerSettings
+from broker.observability.history import MetricsHistory
+from broker.observability.metrics import MAX_LABELLED_GROUPS, RECORD_CODEC, BrokerMetrics, BrokerState
 from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replication.quota import RateQuota
+from broker.replication.replica_manager import ReplicaSettings
 from broker.security.connection import ConnectionSecurity
 from broker.security.scram import CredentialStore, load_users_file
 from broker.security.setup import (
     advertised_endpoints,
+    check_security_settings,
     inter_broker_listener_name,
     inter_broker_security,
     new_authorizer,
@@ -62,12 +79,14 @@ from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
+    from broker.console import Console, ConsoleSettings, LocalPartition
     from broker.coordinator.txn.service import TransactionService
     from broker.testing.faults import FaultInjector
 
 log = logging.getLogger("kbroker")
 
-__all__ = ["EXIT_CLUSTER_FAILURE", "EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "broker_log_defaults", "cleaner_settings"]
+__all__ = ["CONFIG_CHECKS", "EXIT_CLUSTER_FAILURE", "EXIT_LOG_DIR_FAILURE", "BrokerCore", "LogError", "check_config",
+           "cleaner_settings", "group_settings", "load_config", "replica_settings", "server_settings", "txn_settings"]
 
 EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data directory failed
 #: 69: the broker stopped because it lost its place in the cluster (e.g. its node id was registered by
@@ -75,8 +94,104 @@ EXIT_LOG_DIR_FAILURE = os.EX_IOERR  # 74: the broker stopped because its data di
 EXIT_CLUSTER_FAILURE = os.EX_UNAVAILABLE
 
 
+# -- the settings: checks of the packages above broker.config, and each component's own settings ----------
+
+def _check_topic_defaults(config: BrokerConfig) -> None:
+    """The broker-level defaults of topic configs (``log.retention.ms``, ...) are valid topic configs."""
+    try:
+        LogConfig.from_dict(None, broker_log_defaults(config))
+    except InvalidConfigError as exc:
+        raise ValueError(f"invalid log setting: {exc.detail}") from None
+
+
+def _check_assignors(config: BrokerConfig) -> None:
+    unknown = [n for n in split_list(config.group_consumer_assignors) if n not in ASSIGNORS]
+    if unknown:
+        raise ValueError(f"group.consumer.assignors: unknown assignor(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(ASSIGNORS)})")
+
+
+#: The cross-checks of the settings owned by the packages above :mod:`broker.config` (the configuration
+#: package sits below them and cannot run them itself): at start and on every dynamic change.
+CONFIG_CHECKS: tuple[Check, ...] = (_check_topic_defaults, check_security_settings, _check_assignors)
+
+
+def load_config(argv: list[str] | None = None, environ: dict[str, str] | None = None) -> BrokerConfig:
+    """The configuration of ``python -m broker`` (:func:`broker.config.loader.load` with every check)."""
+    return load(argv, environ, checks=CONFIG_CHECKS)
+
+
+def check_config(config: BrokerConfig) -> None:
+    """Every check ``python -m broker`` makes of ``config`` (ConfigError naming the setting)."""
+    validate(config, CONFIG_CHECKS)
+
+
 def cleaner_settings(config: BrokerConfig) -> CleanerSettings:
     return CleanerSettings(dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size)
+
+
+def server_settings(config: BrokerConfig) -> ServerSettings:
+    return ServerSettings(
+        max_frame_bytes=config.max_frame_bytes, max_connections=config.max_connections,
+        connections_max_idle_ms=config.connections_max_idle_ms,
+        max_in_flight_requests_per_connection=config.max_in_flight_requests_per_connection,
+        queued_max_response_bytes_per_connection=config.queued_max_response_bytes_per_connection,
+        queued_max_response_bytes=config.queued_max_response_bytes,
+        connection_write_buffer_bytes=config.connection_write_buffer_bytes,
+        ssl_handshake_timeout_ms=config.ssl_handshake_timeout_ms, message_max_bytes=config.message_max_bytes)
+
+
+def replica_settings(config: BrokerConfig) -> ReplicaSettings:
+    return ReplicaSettings(lag_time_max_ms=config.replica_lag_time_max_ms,
+                           purge_interval_requests=config.fetch_purgatory_purge_interval_requests,
+                           fetch_max_bytes=config.fetch_max_bytes,
+                           max_decompressed_bytes=config.message_max_decompressed_bytes,
+                           replica_selector=config.replica_selector_class,
+                           handover_timeout_ms=config.controlled_shutdown_timeout_ms)
+
+
+def replication_quota(config: BrokerConfig, rate: Callable[[], int]) -> RateQuota:
+    """A replication throttle's quota; ``rate`` reads the (dynamic) limit each time."""
+    return RateQuota(rate, window_num=config.replication_quota_window_num,
+                     window_s=config.replication_quota_window_size_seconds)
+
+
+def group_settings(config: BrokerConfig) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=config.group_min_session_timeout_ms,
+        max_session_timeout_ms=config.group_max_session_timeout_ms,
+        initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+        max_size=config.group_max_size,
+        offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+        offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+        offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+        offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        consumer=ConsumerGroupConfig(
+            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size),
+        share=ShareGroupConfig(
+            heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+            session_timeout_ms=config.group_share_session_timeout_ms, max_size=config.group_share_max_size,
+            initialize_retry_interval_ms=config.group_share_initialize_retry_interval_ms))
+
+
+def console_settings(config: BrokerConfig, address: tuple[str, int], login_required: bool) -> ConsoleSettings:
+    from broker.console.sources import ConsoleSettings
+
+    return ConsoleSettings(
+        host=address[0], port=address[1], refresh_ms=config.console_refresh_ms,
+        session_timeout_ms=config.console_session_timeout_ms, max_sessions=config.console_max_sessions,
+        page_size=config.console_page_size, records_max=config.console_records_max,
+        record_view_bytes=config.console_record_view_bytes, login_required=login_required,
+        failed_login_delay_ms=config.connection_failed_authentication_delay_ms)
+
+
+def txn_settings(config: BrokerConfig) -> TxnConfig:
+    return TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
+                     id_expiration_ms=config.transactional_id_expiration_ms,
+                     abort_retry_ms=config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                     two_phase_commit_enable=False)
 
 
 class BrokerCore:
@@ -88,7 +203,7 @@ class BrokerCore:
                  faults: FaultInjector | None = None) -> None:
         self.config = config
         #: the dynamic broker configs over the static ones; applies them to ``config`` in place
-        self.dynamic = DynamicBrokerConfig(config, config)
+        self.dynamic = DynamicBrokerConfig(config, config, checks=CONFIG_CHECKS)
         self._kv_override = kv
         self.metrics = BrokerMetrics()
         #: faults injected into the request path (an embedded broker's, for tests); None: none
@@ -103,6 +218,10 @@ class BrokerCore:
         self.cluster_failure: BaseException | None = None
         self._stopping: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
+        #: the last hour of throughput, request rates and group lag (the console's charts)
+        self.history = MetricsHistory(config.console_history_interval_ms / 1000)
+        #: the web console (None: ``console.listener`` is none, or it could not listen)
+        self.console: Console | None = None
 
     # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -138,7 +257,8 @@ class BrokerCore:
                 credentials, sasl_config(config), authorizer if config.authorizer_enabled else None,
                 failed_authentication_delay_ms=config.connection_failed_authentication_delay_ms,
                 session_cache_entries=config.authorizer_cache_entries, events=self.metrics.auth_events())
-            self.server = KafkaServer(config, listeners=server_listeners(config), security=self.connection_security)
+            self.server = KafkaServer(server_settings(config), listeners=server_listeners(config),
+                                      security=self.connection_security)
             self.bound = await self.server.bind()
             endpoints = advertised_endpoints(config, {name: addr[1] for name, addr in self.server.bound.items()})
             self.advertised = (endpoints[0].host, endpoints[0].port)
@@ -149,7 +269,8 @@ class BrokerCore:
                 controller=ControllerSettings(
                     unclean_leader_election=config.unclean_leader_election_enable,
                     auto_leader_rebalance=config.auto_leader_rebalance_enable,
-                    imbalance_percentage=config.leader_imbalance_per_broker_percentage),
+                    imbalance_percentage=config.leader_imbalance_per_broker_percentage,
+                    autobalancer_mode=config.partition_autobalancer_mode),
                 imbalance_check_interval_s=config.leader_imbalance_check_interval_seconds,
             ), cluster_id_hint=meta.get("cluster_id"), on_fatal=self._on_cluster_failure)
             self.fetchers = ReplicaFetcherManager(
@@ -162,19 +283,18 @@ class BrokerCore:
                 self.timer, broker=lambda node: self.metadata.image.brokers.get(node),
                 broker_epoch=lambda: self.metadata.broker_epoch,
                 topic_name=lambda topic_id: self.metadata.image.topic_name(topic_id),
-                quota=RateQuota(lambda: config.follower_replication_throttled_rate,
-                                window_num=config.replication_quota_window_num,
-                                window_s=config.replication_quota_window_size_seconds))
+                quota=replication_quota(config, lambda: config.follower_replication_throttled_rate))
             self.replica_manager = ReplicaManager(
-                local_id=config.node_id, config=config, logs=self.logs, metrics=self.metrics, timer=self.timer,
-                metadata=self.metadata, fetchers=self.fetchers)
+                local_id=config.node_id, settings=replica_settings(config), logs=self.logs, metrics=self.metrics,
+                timer=self.timer, metadata=self.metadata, fetchers=self.fetchers,
+                leader_quota=replication_quota(config, lambda: config.leader_replication_throttled_rate))
             image = self.metadata.image
 
             def partition_count(topic: str) -> int | None:
                 t = image.topic(topic)
                 return None if t is None else t.partition_count
 
-            self.group_service = GroupService(config=config, replica=self.replica_manager, metrics=self.metrics,
+            self.group_service = GroupService(settings=group_settings(config), replica=self.replica_manager, metrics=self.metrics,
                                               timer=self.timer, partition_count=partition_count,
                                               topics=ImageTopics(image), group_configs=image.group_config)
             self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
@@ -214,11 +334,105 @@ class BrokerCore:
         if config.metrics_port is not None:
             self.metrics.serve(config.metrics_host or config.host, config.metrics_port)
         self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
+        self._tasks.append(asyncio.ensure_future(self._history_loop()))
+        if config.console_address is not None:
+            await self._start_console(config.console_address)
         self.started = True
         listening = ", ".join(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
                               for lst in self.server.listeners)
-        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s)",
-                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description)
+        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s), record codec %s",
+                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description, RECORD_CODEC)
+
+    # -- the web console ------------------------------------------------------------------
+    async def _start_console(self, address: tuple[str, int]) -> None:
+        """Serve the web console (:mod:`broker.console`) with what it reads; a console that cannot listen
+        is reported and left off (the broker serves Kafka clients all the same)."""
+        from broker.cluster.channel import BrokerChannel
+        from broker.console import Console, ConsoleSources
+
+        config = self.config
+        image = self.metadata.image
+        listener = inter_broker_listener_name(config)
+        bound = self.server.bound.get(listener, self.bound)
+        channel = BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
+                                client_id=f"broker-{config.node_id}-console", timeout_ms=30_000, listener=listener,
+                                security=self._inter_broker_security())
+        self._channels.append(channel)
+        dispatcher = self.dispatcher
+
+        async def request(session: Any, node: int | None, api_key: int, version: int, body: dict[str, Any]) -> Any:
+            forward = None if node is None else (
+                lambda req: channel.request(node, api_key, req, version=version))
+            return await dispatcher.on_behalf_of(session, api_key, version, body, forward=forward)
+
+        security = self.connection_security
+
+        async def check_password(user: str, password: str) -> bool:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(None, security.credentials.verify_plain, user, password)
+
+        sources = ConsoleSources(
+            node_id=config.node_id, image=lambda: self.metadata.image, cluster_id=lambda: self.cluster_id,
+            request=request, local_partition=self._local_partition, history=self.history,
+            check_password=check_password, new_session=security.session,
+            user_exists=lambda principal: principal.partition(":")[2] in security.credentials,
+            authorizer_enabled=config.authorizer_enabled,
+            listeners=tuple(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
+                            for lst in self.server.listeners))
+        login = any(lst.uses_sasl for lst in self.server.listeners)
+        console = Console(sources, console_settings(config, address, login))
+        try:
+            await console.start()
+        except OSError as exc:
+            log.error("the console cannot listen on http://%s:%d (%s); it is off", address[0], address[1], exc)
+            return
+        self.console = console
+        log.info("kbroker console on %s%s", console.url, " (log in with a SASL user)" if login else "")
+
+    def _local_partition(self, topic: str, partition: int) -> LocalPartition | None:
+        from broker.console import LocalPartition
+
+        try:
+            plog = self.logs.get_log(topic, partition)
+        except LogError:
+            return None
+        p = self.replica_manager.partitions.get((topic, partition))
+        return LocalPartition(plog.log_start_offset, plog.high_watermark, plog.log_end_offset, plog.size_bytes,
+                              p is not None and p.is_leader)
+
+    async def _history_loop(self) -> None:
+        """Sample the figures the console charts, every ``console.history.interval.ms``."""
+        while True:
+            await asyncio.sleep(self.history.interval_s)
+            try:
+                self._sample_history()
+            except Exception:
+                log.exception("sampling the metrics history failed")
+
+    def _sample_history(self) -> None:
+        from protocol.api import APIS, ApiKey
+
+        hot = self.metrics.hot
+        produce, fetch = APIS[ApiKey.PRODUCE].name, APIS[ApiKey.FETCH].name
+        values: dict[str, float] = dict.fromkeys(
+            ("bytes_in", "records_in", "bytes_out", "requests", "produce_requests", "fetch_requests"), 0)
+        topic_records: dict[str, float] = {}
+        for topic, (nin, nrec, nout) in list(hot.topics.items()):
+            values["bytes_in"] += nin
+            values["records_in"] += nrec
+            values["bytes_out"] += nout
+            topic_records[topic] = nrec
+        for (api, _), row in list(hot.requests.items()):
+            n = sum(row[1:])
+            values["requests"] += n
+            if api == produce:
+                values["produce_requests"] += n
+            elif api == fetch:
+                values["fetch_requests"] += n
+        ends = {(plog.topic, plog.partition): plog.high_watermark for plog in self.logs.logs()}
+        for group, lag in self.group_service.total_lags(ends, MAX_LABELLED_GROUPS).items():
+            values["lag:" + group] = lag
+        self.history.record(time.time(), values, topic_records)
 
     def _transaction_service(self, image: MetadataImage) -> TransactionService:
         """The transaction coordinator's service and what it talks to other brokers with: markers to
@@ -251,7 +465,9 @@ class BrokerCore:
         markers = TxnMarkerSender(self._channels[0], leader_of=leader_of,
                                   topic_exists=lambda topic: image.topic(topic) is not None,
                                   retry_backoff_ms=config.transaction_marker_retry_backoff_ms, request_timeout_ms=timeout)
-        service = TransactionService(config=config, replica=self.replica_manager, metrics=self.metrics,
+        service = TransactionService(settings=txn_settings(config),
+                                     num_partitions=config.transaction_state_log_num_partitions,
+                                     replica=self.replica_manager, metrics=self.metrics,
                                      timer=self.timer, image=image, producer_ids=self.producer_ids, markers=markers,
                                      offsets_partition=self.group_service.partition_for)
         verifier = TxnVerifier(self._channels[1], coordinator_of=service.coordinator_node, timeout_ms=timeout)
@@ -451,13 +667,15 @@ class BrokerCore:
 
     def _on_dynamic_configs(self, delta: Any, image: Any) -> None:
         """Dynamic broker configs changed in the image: update the live settings and what derives
-        from them (the logs' topic defaults, the cleaner's settings)."""
+        from them (the logs' topic defaults, the settings objects of the components that use a
+        dynamic setting: the cleaner's, the server's)."""
         node = self.config.node_id
         if not (delta.full or None in delta.broker_configs_changed or node in delta.broker_configs_changed):
             return
         if self.dynamic.update(image.broker_config(None), image.broker_config(node)):
             self.logs.set_default_configs(broker_log_defaults(self.config))
             self.logs.cleaner.settings = cleaner_settings(self.config)
+            self.server.settings = server_settings(self.config)
 
     def _on_metadata(self, delta: Any, image: Any) -> None:
         if delta.topics_deleted or delta.full:
@@ -545,6 +763,8 @@ class BrokerCore:
         try:
             if self.failure is None and self.cluster_failure is None and self.config.controlled_shutdown_enable:
                 await self._controlled_shutdown(self.config.controlled_shutdown_timeout_ms / 1000)
+            if self.console is not None:
+                await self.console.stop()
             self.server.stop_accepting()
             self.replica_manager.answer_waiting_fetches()
             await self.server.stop()

@@ -6,24 +6,32 @@ Synchronous wrappers for scripts and Spark executors live in :mod:`client.sync`.
 from client.admin import Admin
 from client.consumer import Consumer
 from client.errors import (
+    AbortableTransactionError,
     AuthenticationError,
     CommitFailedError,
     ConcurrentAccessError,
     ConfigError,
+    FatalTransactionError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
+    ProducerFencedError,
+    RetriableTransactionError,
+    TransactionAbortedError,
+    TransactionError,
 )
 from client.producer import Producer
 from client.types import (
     Acl,
     AclFilter,
     ConfigEntry,
+    ConsumerGroupMetadata,
     ConsumerRebalanceListener,
     NewTopic,
     OffsetAndMetadata,
     OffsetAndTimestamp,
+    PreparedTransaction,
     Record,
     RecordMetadata,
     ScramCredentialInfo,
@@ -33,8 +41,10 @@ from client.types import (
 )
 
 __all__ = [
-    "Acl", "AclFilter", "Admin", "AuthenticationError", "CommitFailedError", "ConcurrentAccessError", "ConfigEntry",
-    "ConfigError", "Consumer", "ConsumerRebalanceListener", "IllegalStateError", "KafkaConnectionError", "KafkaError",
-    "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata", "OffsetAndTimestamp", "Producer", "Record", "RecordMetadata",
-    "ScramCredentialInfo", "TopicPartition", "TransactionDescription", "TransactionListing",
+    "AbortableTransactionError", "Acl", "AclFilter", "Admin", "AuthenticationError", "CommitFailedError",
+    "ConcurrentAccessError", "ConfigEntry", "ConfigError", "Consumer", "ConsumerGroupMetadata",
+    "ConsumerRebalanceListener", "FatalTransactionError", "IllegalStateError", "KafkaConnectionError", "KafkaError",
+    "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata", "OffsetAndTimestamp", "PreparedTransaction", "Producer",
+    "ProducerFencedError", "Record", "RecordMetadata", "RetriableTransactionError", "ScramCredentialInfo",
+    "TopicPartition", "TransactionAbortedError", "TransactionDescription", "TransactionError", "TransactionListing",
 ]

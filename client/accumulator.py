@@ -72,11 +72,13 @@ class ProducerBatch:
     def __len__(self) -> int:
         return len(self.records)
 
-    def encode(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    def encode(self, compression: int, producer_id: int, producer_epoch: int, base_sequence: int,
+               transactional: bool = False) -> bytes:
         if self.encoded is None:
             self.base_sequence = base_sequence
             self.encoded = encode_batch(self.records, compression=compression, producer_id=producer_id,
-                                        producer_epoch=producer_epoch, base_sequence=base_sequence)
+                                        producer_epoch=producer_epoch, base_sequence=base_sequence,
+                                        is_transactional=transactional)
         return self.encoded
 
 
@@ -148,9 +150,12 @@ class RecordAccumulator:
             out.setdefault(node, []).append(batch)
         return out
 
-    def next_deadline(self) -> float | None:
+    def next_deadline(self, sendable: Callable[[TopicPartition], bool] | None = None) -> float | None:
+        """When a batch next becomes ready (``sendable``: partitions whose batches are held back, e.g.
+        until a transaction has added them, are not waited for)."""
         times = [b.created_ms + self.linger_ms for b in self.open.values()]
-        times += [q[0].retry_at_ms for tp, q in self.queued.items() if q and tp not in self.in_flight]
+        times += [q[0].retry_at_ms for tp, q in self.queued.items()
+                  if q and tp not in self.in_flight and (sendable is None or sendable(tp))]
         return min(times) if times else None
 
     def has_unsent(self) -> bool:
@@ -165,6 +170,20 @@ class RecordAccumulator:
                 self.buffered_bytes -= batch.size - BATCH_OVERHEAD
                 expired.append(batch)
         return expired
+
+    def take_unsent(self) -> list[ProducerBatch]:
+        """Remove and return every batch not taken for sending (open and queued ones); each is then
+        :meth:`forget`-ed by the caller."""
+        for tp in list(self.open):
+            self._close(tp)
+        out = [b for q in self.queued.values() for b in q]
+        self.queued.clear()
+        return out
+
+    def forget(self, batch: ProducerBatch) -> None:
+        """A batch that was never taken for sending is dropped (its partition's in-flight one, if
+        any, is still in flight)."""
+        self.buffered_bytes -= batch.size - BATCH_OVERHEAD
 
     def drain_all(self) -> list[ProducerBatch]:
         for tp in list(self.open):

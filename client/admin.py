@@ -1,18 +1,19 @@
-"""The asyncio Admin client: topics, partitions, groups, offsets with lag, cluster, configs, ACLs and
+"""The asyncio Admin client: topics, partitions, groups, offsets with lag, cluster, configs, ACLs,
 users' SCRAM credentials (KIP-554: the password is salted and iterated here, only the salted
-password travels)."""
+password travels), partition reassignments (KIP-455) with their replication throttles, and leader
+elections."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from client.assignors import decode_assignment
 from client.config import AdminConfig, build_config
 from client.coordinator import TRANSACTION_KEY, find_coordinator
-from client.errors import IllegalStateError, KafkaError
+from client.errors import IllegalStateError, KafkaError, UnsupportedVersionError
 from client.net import NetworkClient
 from client.offsets import LATEST, fetch_committed, list_offsets
 from client.types import (
@@ -26,6 +27,7 @@ from client.types import (
     MemberDescription,
     NewTopic,
     PartitionOffsetInfo,
+    PartitionReassignment,
     ScramCredentialInfo,
     TopicPartition,
     TransactionDescription,
@@ -53,6 +55,14 @@ CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CO
                   6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
 #: IncrementalAlterConfigs operations, by name
 CONFIG_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
+#: ElectLeaders election types, by name
+ELECTION_TYPES = {"preferred": 0, "unclean": 1}
+#: the dynamic broker configs of the replication throttle (bytes/s), as Kafka names them
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+#: the topic configs naming the throttled replicas (``*`` or ``partition:broker,...``)
+THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+#: a config change: (resource kind, resource name) -> [(operation, config, value)]
+ConfigChanges = Mapping[tuple[str, str], Iterable[tuple[str, str, str | None]]]
 
 
 class Admin:
@@ -185,11 +195,16 @@ class Admin:
             out[(kind, r.resource_name)] = {c.name: c.value for c in r.configs}
         return out
 
-    async def _config_request(self, kind: str, name: str, api_key: int, body: dict[str, Any]) -> Any:
-        """A config request about one resource: a broker's own configs go to that broker, the rest to any."""
-        if kind in ("broker", "broker-logger") and name:
+    @staticmethod
+    def _config_node(kind: str, name: str) -> int | None:
+        """Who answers a config request about a resource: a broker about its own configs, else any (None)."""
+        return int(name) if kind in ("broker", "broker-logger") and name else None
+
+    async def _config_request(self, node: int | None, api_key: int, body: dict[str, Any]) -> Any:
+        """A config request to ``node`` (see :meth:`_config_node`), or to any broker for None."""
+        if node is not None:
             await self.net.refresh_metadata()
-            return await self.net.send(int(name), api_key, body)
+            return await self.net.send(node, api_key, body)
         _, resp = await self.net.send_any(api_key, body)
         return resp
 
@@ -200,7 +215,7 @@ class Admin:
         body = {"resources": [{"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
                                "configuration_keys": list(keys) if keys is not None else None}],
                 "include_synonyms": True, "include_documentation": False}
-        r = (await self._config_request(kind, name, ApiKey.DESCRIBE_CONFIGS, body)).results[0]
+        r = (await self._config_request(self._config_node(kind, name), ApiKey.DESCRIBE_CONFIGS, body)).results[0]
         if r.error_code:
             raise KafkaError(r.error_code, r.error_message or f"describe configs of {kind} {name!r}")
         return [ConfigEntry(c.name, c.value, CONFIG_SOURCES.get(c.get("config_source", 0), "UNKNOWN"),
@@ -212,13 +227,116 @@ class Admin:
                                         validate_only: bool = False) -> None:
         """Change one resource's configs: ``ops`` are ``(operation, config, value)`` with operation
         ``set``, ``delete``, ``append`` or ``subtract`` (IncrementalAlterConfigs)."""
-        body = {"resources": [{"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
-                               "configs": [{"name": key, "config_operation": CONFIG_OPS[op], "value": value}
-                                           for op, key, value in ops]}],
-                "validate_only": validate_only}
-        r = (await self._config_request(kind, name, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)).responses[0]
-        if r.error_code:
-            raise KafkaError(r.error_code, r.error_message or f"alter configs of {kind} {name!r}")
+        await self.alter_configs({(kind, name): ops}, validate_only=validate_only)
+
+    async def alter_configs(self, changes: ConfigChanges, *, validate_only: bool = False) -> None:
+        """Change the configs of several resources (``{(kind, name): ops}``, ops as for
+        :meth:`incremental_alter_configs`): each broker's own configs in a request to that broker, the
+        other resources in one request; raises on the first refusal."""
+        bodies: dict[int | None, list[dict[str, Any]]] = {}
+        for (kind, name), ops in changes.items():
+            resource = {"resource_type": RESOURCE_TYPES[kind], "resource_name": name,
+                        "configs": [{"name": key, "config_operation": CONFIG_OPS[op], "value": value}
+                                    for op, key, value in ops]}
+            bodies.setdefault(self._config_node(kind, name), []).append(resource)
+        answers = await asyncio.gather(*(
+            self._config_request(node, ApiKey.INCREMENTAL_ALTER_CONFIGS, {"resources": resources,
+                                                                          "validate_only": validate_only})
+            for node, resources in bodies.items()))
+        for resp in answers:
+            for r in resp.responses:
+                if r.error_code:
+                    kind = next((k for k, v in RESOURCE_TYPES.items() if v == r.resource_type), "resource")
+                    raise KafkaError(r.error_code, r.error_message or f"alter configs of {kind} {r.resource_name!r}")
+
+    # -- partition reassignments and leader elections ------------------------------------------
+
+    async def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, Sequence[int] | None], *,
+                                            allow_replication_factor_change: bool = True,
+                                            timeout_ms: int = 60000) -> dict[TopicPartition, KafkaError]:
+        """Start moving partitions (AlterPartitionReassignments, KIP-455): each partition's complete
+        target replica list, preferred leader first, or ``None`` to cancel its reassignment (its
+        original replicas are restored).  ``allow_replication_factor_change=False`` makes the
+        controller refuse a target of another size (INVALID_REPLICATION_FACTOR; needs v1).
+
+        Returns the partitions the controller refused, each with its error (Kafka's per-partition
+        errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR,
+        NO_REASSIGNMENT_IN_PROGRESS); empty when every reassignment was accepted.  A refusal of the
+        whole request (e.g. CLUSTER_AUTHORIZATION_FAILED) raises."""
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp, replicas in reassignments.items():
+            topics.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "replicas": None if replicas is None else list(replicas)})
+
+        def build(version: int) -> dict[str, Any]:
+            if version < 1 and not allow_replication_factor_change:
+                raise UnsupportedVersionError("the broker cannot refuse replication factor changes "
+                                              "(AlterPartitionReassignments v1)")
+            return {"timeout_ms": timeout_ms, "allow_replication_factor_change": allow_replication_factor_change,
+                    "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()]}
+
+        resp = await self.net.send(await self._controller(), ApiKey.ALTER_PARTITION_REASSIGNMENTS, {}, build=build,
+                                   timeout_ms=timeout_ms + self.config.request_timeout_ms)
+        if resp.error_code:
+            raise KafkaError(resp.error_code, resp.error_message or "AlterPartitionReassignments")
+        return {TopicPartition(t.name, p.partition_index): KafkaError(p.error_code, p.error_message)
+                for t in resp.responses for p in t.partitions if p.error_code}
+
+    async def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None, *,
+                                           timeout_ms: int = 60000) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress (ListPartitionReassignments), of every partition or of the
+        given ones; a partition not being reassigned is absent."""
+        wanted = None if partitions is None else _by_topic(partitions)
+        body = {"timeout_ms": timeout_ms, "topics": None if wanted is None else
+                [{"name": t, "partition_indexes": sorted(ps)} for t, ps in wanted.items()]}
+        resp = await self.net.send(await self._controller(), ApiKey.LIST_PARTITION_REASSIGNMENTS, body,
+                                   timeout_ms=timeout_ms + self.config.request_timeout_ms)
+        if resp.error_code:
+            raise KafkaError(resp.error_code, resp.error_message or "ListPartitionReassignments")
+        return {TopicPartition(t.name, p.partition_index):
+                PartitionReassignment(list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+                for t in resp.topics for p in t.partitions}
+
+    async def elect_leaders(self, partitions: Iterable[TopicPartition] | None = None, *,
+                            election_type: str = "preferred", timeout_ms: int = 60000) -> dict[TopicPartition, KafkaError]:
+        """Elect leaders (ElectLeaders): ``preferred`` gives each partition back to its first replica when
+        that one is alive and in sync; ``unclean`` elects any live replica of an offline partition.
+        ``partitions=None``: every partition.  Returns the partitions not elected with their error
+        (ELECTION_NOT_NEEDED when the leader already is the one, PREFERRED_LEADER_NOT_AVAILABLE, ...)."""
+        kind = ELECTION_TYPES[election_type]
+        wanted = None if partitions is None else _by_topic(partitions)
+
+        def build(version: int) -> dict[str, Any]:
+            if version < 1 and kind:
+                raise UnsupportedVersionError("the broker elects preferred leaders only (ElectLeaders v0)")
+            return {"election_type": kind, "timeout_ms": timeout_ms, "topic_partitions": None if wanted is None else
+                    [{"topic": t, "partitions": sorted(ps)} for t, ps in wanted.items()]}
+
+        resp = await self.net.send(await self._controller(), ApiKey.ELECT_LEADERS, {}, build=build,
+                                   timeout_ms=timeout_ms + self.config.request_timeout_ms)
+        if resp.get("error_code", 0):
+            raise KafkaError(resp.error_code, "ElectLeaders")
+        return {TopicPartition(r.topic, p.partition_id): KafkaError(p.error_code, p.error_message)
+                for r in resp.replica_election_results for p in r.partition_result if p.error_code}
+
+    async def set_replication_throttles(self, rate: int, brokers: Iterable[int],
+                                        replicas: Mapping[str, tuple[str, str]]) -> None:
+        """Throttle replication as Kafka's reassignment tool does: ``rate`` bytes/s as the
+        ``leader.`` and ``follower.replication.throttled.rate`` of each of ``brokers``, and for each
+        topic its ``(leader, follower)`` throttled replica lists (``partition:broker,...`` or ``*``) as
+        ``leader.`` / ``follower.replication.throttled.replicas``."""
+        changes: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {
+            ("broker", str(b)): [("set", key, str(rate)) for key in THROTTLE_RATES] for b in sorted(set(brokers))}
+        for topic, lists in replicas.items():
+            changes[("topic", topic)] = [("set", key, value) for key, value in zip(THROTTLED_REPLICAS, lists, strict=True)]
+        await self.alter_configs(changes)
+
+    async def clear_replication_throttles(self, brokers: Iterable[int], topics: Iterable[str]) -> None:
+        """Remove the throttle rates from ``brokers`` and the throttled replica lists from ``topics``."""
+        changes: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {
+            ("broker", str(b)): [("delete", key, None) for key in THROTTLE_RATES] for b in sorted(set(brokers))}
+        changes.update({("topic", t): [("delete", key, None) for key in THROTTLED_REPLICAS] for t in sorted(set(topics))})
+        await self.alter_configs(changes)
 
     # -- groups ----------------------------------------------------------------------------------
 
@@ -408,6 +526,13 @@ class Admin:
                 if r.error_code:
                     raise KafkaError(r.error_code, f"alter user {r.user!r}: {r.error_message or ''}")
             pending = later
+
+
+def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
 
 
 def _named(enum: Any, name: str, what: str) -> int:

@@ -27,6 +27,7 @@ COMPRESSION_CODECS: dict[str | None, int] = {
 }
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 OFFSET_RESETS = ("earliest", "latest", "none")
+GROUP_PROTOCOLS = ("classic", "consumer")
 
 
 def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
@@ -106,6 +107,7 @@ class ProducerConfig(CommonConfig):
     key_serializer: Callable[[Any], bytes] | None = None
     value_serializer: Callable[[Any], bytes] | None = None
     transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
 
     def validate(self) -> None:
         super().validate()
@@ -124,8 +126,16 @@ class ProducerConfig(CommonConfig):
                 raise ConfigError("enable_idempotence requires acks='all'")
             if not 1 <= self.max_in_flight_requests_per_connection <= 5:
                 raise ConfigError("enable_idempotence requires max_in_flight_requests_per_connection <= 5")
+        if self.transaction_timeout_ms <= 0:
+            raise ConfigError("transaction_timeout_ms must be > 0")
         if self.transactional_id is not None:
-            raise ConfigError("transactions are not supported")
+            if not isinstance(self.transactional_id, str) or not self.transactional_id:
+                raise ConfigError("transactional_id must be a non-empty string")
+            if self.acks != -1:
+                raise ConfigError("transactional_id requires acks='all'")
+            if not 1 <= self.max_in_flight_requests_per_connection <= 5:
+                raise ConfigError("transactional_id requires max_in_flight_requests_per_connection <= 5")
+            self.enable_idempotence = True  # a transactional producer is idempotent
 
     @property
     def compression(self) -> int:
@@ -149,12 +159,19 @@ class ConsumerConfig(CommonConfig):
     max_partition_fetch_bytes: int = 1048576
     max_poll_records: int | None = None
     isolation_level: str = "read_uncommitted"
+    #: the consumer's rack (Kafka's ``client.rack``): with ``replica.selector.class`` set on the brokers,
+    #: partitions are read from an in-sync replica in this rack (KIP-392)
+    client_rack: str | None = None
     partition_assignment_strategy: Sequence[Any] = field(default_factory=lambda: ["range", "cooperative-sticky"])
     exclude_internal_topics: bool = True
     check_crcs: bool = True
     key_deserializer: Callable[[bytes | None], Any] | None = None
     value_deserializer: Callable[[bytes | None], Any] | None = None
     metadata_refresh_on_subscribe: bool = True
+    #: "classic" (JoinGroup/SyncGroup/Heartbeat) or "consumer" (KIP-848: ConsumerGroupHeartbeat)
+    group_protocol: str = "classic"
+    #: KIP-848 only: the server-side assignor to ask for ("uniform", "range"; None: the broker's default)
+    group_remote_assignor: str | None = None
 
     def validate(self) -> None:
         super().validate()
@@ -178,6 +195,13 @@ class ConsumerConfig(CommonConfig):
             raise ConfigError("partition_assignment_strategy is empty")
         if self.rebalance_timeout_ms is None:
             self.rebalance_timeout_ms = self.max_poll_interval_ms
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigError(f"group_protocol must be one of {GROUP_PROTOCOLS}, not {self.group_protocol!r}")
+        if self.group_remote_assignor is not None:
+            if self.group_protocol != "consumer":
+                raise ConfigError('group_remote_assignor needs group_protocol="consumer"')
+            if not isinstance(self.group_remote_assignor, str) or not self.group_remote_assignor:
+                raise ConfigError("group_remote_assignor must be a server-side assignor name")
 
     @property
     def isolation(self) -> int:

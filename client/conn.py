@@ -22,7 +22,7 @@ import asyncio
 import random
 import ssl
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from client.errors import (
@@ -127,6 +127,8 @@ class Connection(asyncio.BufferedProtocol):
         self.on_close = on_close
         self.versions: dict[int, int] = {}
         self.broker_versions: dict[int, tuple[int, int]] = {}
+        #: the broker's finalized features (ApiVersions v3+): name -> max version level
+        self.features: dict[str, int] = {}
         self._transport: asyncio.Transport | None = None
         # responses are the broker's answers to our own requests: a frame gets its whole buffer at once
         self._receiver = FrameReceiver(initial_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
@@ -202,6 +204,7 @@ class Connection(asyncio.BufferedProtocol):
                 raise KafkaError(resp.error_code, "ApiVersions")
             self.broker_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
             self.versions = negotiate_versions(self.broker_versions)
+            self.features = {f.name: f.max_version_level for f in resp.get("finalized_features") or ()}
             return
         raise UnsupportedVersionError("ApiVersions negotiation failed")
 
@@ -244,7 +247,7 @@ class Connection(asyncio.BufferedProtocol):
     def supports(self, api_key: int, min_version: int = 0) -> bool:
         return self.versions.get(api_key, -1) >= min_version
 
-    async def request(self, api_key: int, body: dict[str, Any], *, version: int | None = None,
+    async def request(self, api_key: int, body: Mapping[str, Any], *, version: int | None = None,
                       timeout_ms: int | None = None, expect_response: bool = True) -> Obj:
         if self._closed or self._transport is None:
             raise self._close_exc or KafkaConnectionError(f"connection to node {self.node_id} is closed")
@@ -274,7 +277,7 @@ class Connection(asyncio.BufferedProtocol):
         """Open and not pushing back: ``request_nowait`` may be called."""
         return not self._closed and self._transport is not None and self._writable.is_set()
 
-    def request_nowait(self, api_key: int, body: dict[str, Any],
+    def request_nowait(self, api_key: int, body: Mapping[str, Any],
                        on_response: Callable[[Obj | None, BaseException | None], None] | None, *,
                        version: int | None = None, timeout_ms: int | None = None) -> None:
         """Write a request now (the connection must be ``ready``); ``on_response(response, None)`` or
@@ -286,7 +289,7 @@ class Connection(asyncio.BufferedProtocol):
         waiter = None if on_response is None else _Callback(on_response)
         self._write(api_key, body, version, self.timers.now_ms() + timeout, timeout, waiter)
 
-    def _write(self, api_key: int, body: dict[str, Any], version: int | None, deadline: float, timeout: int,
+    def _write(self, api_key: int, body: Mapping[str, Any], version: int | None, deadline: float, timeout: int,
                waiter: asyncio.Future[Obj] | _Callback | None) -> None:
         if version is None:
             version = self.version(api_key)

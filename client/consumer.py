@@ -3,7 +3,10 @@
 Owns application positions (next offset handed to the caller), the subscription state,
 offset resets (``auto_offset_reset``), commits (explicit, on revoke, periodic auto-commit on
 the timing wheel) and the rebalance listener.  Fetching is :mod:`client.fetcher`, group
-membership :mod:`client.coordinator`, the wire :mod:`client.net`.
+membership :mod:`client.coordinator` — the classic protocol (``group_protocol="classic"``, the
+default) or KIP-848 (``group_protocol="consumer"``: the broker assigns, ``pattern`` is a regular
+expression the broker evaluates) —, the wire :mod:`client.net`.  :meth:`Consumer.group_metadata`
+is what a transactional producer sends with the consumer's offsets.
 
 A consumer belongs to one task at a time: using it from another thread, or from a second task
 while a call is in progress, raises :class:`~client.errors.ConcurrentAccessError`.
@@ -22,7 +25,7 @@ from typing import Any
 
 from client.cluster import ClusterMetadata
 from client.config import ConsumerConfig, build_config
-from client.coordinator import GroupCoordinator, find_coordinator, is_group_error
+from client.coordinator import ConsumerGroupCoordinator, GroupCoordinator, find_coordinator, is_group_error
 from client.errors import (
     CommitFailedError,
     ConcurrentAccessError,
@@ -34,8 +37,9 @@ from client.errors import (
 )
 from client.fetcher import Fetcher, RecordSet
 from client.net import NetworkClient
-from client.offsets import EARLIEST, LATEST, commit, fetch_committed, list_offsets
+from client.offsets import EARLIEST, LATEST, commit, fetch_committed, list_offsets, normalize_offsets
 from client.types import (
+    ConsumerGroupMetadata,
     ConsumerRebalanceListener,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -60,13 +64,15 @@ class Consumer:
         self._listener = listener or ConsumerRebalanceListener()
         self._subscription: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        #: group_protocol="consumer": the subscription's regular expression, evaluated by the broker
+        self._regex: str | None = None
         self._user_assignment: set[TopicPartition] | None = None
         self._assignment: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int | None] = {}
         self._net: NetworkClient | None = None
         self._timers: WheelTimer | None = None
         self._fetcher: Fetcher | None = None
-        self._coordinator: GroupCoordinator | None = None
+        self._coordinator: GroupCoordinator | ConsumerGroupCoordinator | None = None
         self._auto_commit_timer: Any = None
         self._loop_thread: int | None = None
         self._owner: tuple[int, Any] | None = None
@@ -95,8 +101,8 @@ class Consumer:
         self._net.add_listener(self._on_metadata)
         self._started = True
         if self.config.group_id is not None:
-            self._coordinator = GroupCoordinator(self._net, self.config, on_revoke=self._revoke,
-                                                 on_assign=self._assign)
+            edge = ConsumerGroupCoordinator if self.config.group_protocol == "consumer" else GroupCoordinator
+            self._coordinator = edge(self._net, self.config, on_revoke=self._revoke, on_assign=self._assign)
             self._coordinator.start()
             if self.config.enable_auto_commit:
                 self._schedule_auto_commit()
@@ -166,6 +172,19 @@ class Consumer:
                 raise IllegalStateError("already using assign(); call unsubscribe() first")
             if listener is not None:
                 self._listener = listener
+            assert self._coordinator is not None
+            if isinstance(self._coordinator, ConsumerGroupCoordinator):
+                # KIP-848: topic names, or a regular expression (RE2/J, as Kafka) the broker evaluates
+                self._pattern = None
+                self._regex = pattern
+                self._subscription = set() if pattern is not None else set(topics)
+                if pattern is not None:
+                    net.set_topics(None)
+                else:
+                    net.add_topics(self._subscription)
+                net.spawn(self._refresh_quietly())
+                self._coordinator.subscribe(self._subscription, pattern)
+                return
             if pattern is not None:
                 self._pattern = re.compile(pattern)
                 net.set_topics(None)
@@ -187,11 +206,15 @@ class Consumer:
             self._assignment = set()
             self._subscription = set()
             self._pattern = None
+            self._regex = None
             self._user_assignment = None
             if self._coordinator is not None:
                 self._coordinator.subscribe(set())
 
     def subscription(self) -> set[str]:
+        """The subscribed topics (with a broker-side regular expression: the topics assigned)."""
+        if self._regex is not None:
+            return {tp.topic for tp in self._assignment}
         return set(self._subscription)
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
@@ -231,6 +254,9 @@ class Consumer:
         coord = self._coordinator
         if coord is None or self._user_assignment is not None:
             return
+        if isinstance(coord, ConsumerGroupCoordinator):
+            coord.on_metadata()  # the broker follows topics and partitions; ids may be nameable now
+            return
         if self._pattern is not None:
             matched = new.matching(self._pattern)
             if matched != self._subscription:
@@ -245,7 +271,7 @@ class Consumer:
     # -- rebalance callbacks ---------------------------------------------------------------------
 
     async def _revoke(self, partitions: set[TopicPartition], lost: bool) -> None:
-        if not lost and self.config.enable_auto_commit:
+        if not lost and self.config.enable_auto_commit and not self._closed:  # close() committed already
             try:
                 await self._commit_positions(partitions & self._assignment)
             except KafkaError as exc:
@@ -438,12 +464,12 @@ class Consumer:
             if offsets is None:
                 await self._commit_positions(self._assignment)
             else:
-                await self._commit(_normalize_offsets(offsets))
+                await self._commit(normalize_offsets(offsets))
 
     def commit_async(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> asyncio.Task[None]:
         """Start a commit and return its task (errors surface when the task is awaited)."""
         self._check()
-        snapshot = (_normalize_offsets(offsets) if offsets is not None
+        snapshot = (normalize_offsets(offsets) if offsets is not None
                     else {tp: OffsetAndMetadata(p, "") for tp, p in self._positions.items()
                           if p is not None and tp in self._assignment})
         return asyncio.get_running_loop().create_task(self._commit(snapshot))
@@ -474,6 +500,10 @@ class Consumer:
             if not bad:
                 return
             code = next(iter(bad.values()))
+            if code == ErrorCode.STALE_MEMBER_EPOCH:  # KIP-848: the member epoch moved on; retry with the new one
+                last = KafkaError(code, "OffsetCommit")
+                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+                continue
             if is_group_error(code):
                 coord.on_commit_error(code)
                 if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
@@ -508,6 +538,16 @@ class Consumer:
             await self._commit_positions(self._assignment)
         except KafkaError as exc:
             log.debug("auto-commit failed: %s", exc)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's identity in its group, for ``Producer.send_offsets_to_transaction``: the group
+        id, the generation (the member epoch with ``group_protocol="consumer"``), the member id and the
+        ``group_instance_id`` (KIP-447: the group refuses offsets of a member that is no longer in it)."""
+        if self.config.group_id is None:
+            raise IllegalStateError("group_metadata() needs group_id")
+        generation, member_id = (self._coordinator.commit_identity() if self._coordinator is not None
+                                 else (-1, ""))
+        return ConsumerGroupMetadata(self.config.group_id, generation, member_id, self.config.group_instance_id)
 
     async def committed(self, tp: TopicPartition) -> int | None:
         om = (await self.committed_offsets([tp])).get(tp)
@@ -601,7 +641,7 @@ class Consumer:
         net, _ = self._check()
         net.set_topics(None)
         md = await net.refresh_metadata()
-        if self._pattern is None:
+        if self._pattern is None and self._regex is None:
             net.set_topics(self._subscription | {tp.topic for tp in self._assignment})
         return {t for t, i in md.topics.items() if not (i.is_internal and self.config.exclude_internal_topics)}
 
@@ -611,17 +651,6 @@ class Consumer:
             return set(await net.wait_for_partitions(topic, self.config.request_timeout_ms))
         except KafkaError:
             return None
-
-
-def _normalize_offsets(offsets: Mapping[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
-    out: dict[TopicPartition, OffsetAndMetadata] = {}
-    for tp, v in offsets.items():
-        tp = TopicPartition(*tp)
-        if isinstance(v, int):
-            out[tp] = OffsetAndMetadata(v, "")
-        else:
-            out[tp] = OffsetAndMetadata(int(v[0]), v[1] if len(v) > 1 and v[1] is not None else "")
-    return out
 
 
 async def _maybe_await(value: Any) -> None:

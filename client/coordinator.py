@@ -1,10 +1,13 @@
-"""The asyncio edge of group membership: runs :class:`~client.membership.Membership` actions.
+"""The asyncio edges of group membership: they run the actions of the pure machines.
 
-Owns the requests of the classic group protocol (FindCoordinator, JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup — JoinGroup/SyncGroup on the separate ``group`` connection so a long
-join never delays a heartbeat), the wheel timer that drives ``Membership.tick``, and the
-rebalance callbacks into the consumer.  Actions run one at a time in order on a pump task;
-requests are awaited on their own tasks and their responses go back into the machine.
+:class:`GroupCoordinator` owns the requests of the classic group protocol (FindCoordinator, JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup — JoinGroup/SyncGroup on the separate ``group`` connection so a long
+join never delays a heartbeat) for :class:`~client.membership.Membership`;
+:class:`ConsumerGroupCoordinator` owns ConsumerGroupHeartbeat (KIP-848) and the reconciliations of
+:class:`~client.consumer_membership.ConsumerMembership`.  Both share (``_GroupEdge``) the wheel timer
+that drives the machine's ``tick``, the rebalance callbacks into the consumer, and the pump: actions run
+one at a time in order on a pump task; requests are awaited on their own tasks and their responses go
+back into the machine.
 """
 
 from __future__ import annotations
@@ -12,11 +15,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from client.config import ConsumerConfig
+from client.consumer_membership import (
+    ConsumerMembership,
+    MemberState,
+    Reconcile,
+    RefreshMetadata,
+    SendConsumerHeartbeat,
+)
 from client.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
 from client.group_protocol import ConsumerGroupProtocol
 from client.membership import (
@@ -37,6 +48,11 @@ from client.net import NetworkClient
 from client.types import TopicPartition
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.find_coordinator import FindCoordinatorRequestData
+from protocol.messages.heartbeat import HeartbeatRequestData
+from protocol.messages.join_group import JoinGroupRequestData
+from protocol.messages.leave_group import LeaveGroupRequestData
+from protocol.messages.sync_group import SyncGroupRequestData
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +67,7 @@ async def find_coordinator(net: NetworkClient, group_id: str, key_type: int = GR
     """Node id of ``group_id``'s coordinator (a transactional id's with ``key_type=TRANSACTION_KEY``),
     registered with the network client."""
 
-    def build(version: int) -> dict[str, Any]:
+    def build(version: int) -> FindCoordinatorRequestData:
         if version >= 4:
             return {"key_type": key_type, "coordinator_keys": [group_id]}
         return {"key": group_id, "key_type": key_type}
@@ -68,18 +84,18 @@ async def find_coordinator(net: NetworkClient, group_id: str, key_type: int = GR
     return node_id
 
 
-class GroupCoordinator:
+class _GroupEdge:
+    """What the edges of both group protocols share: the action pump, the wheel timer driving the
+    machine's ``tick``, the coordinator lookup, the rebalance callbacks and closing."""
+
+    machine: Any
+
     def __init__(self, net: NetworkClient, config: ConsumerConfig, *, on_revoke: RevokeCallback,
                  on_assign: AssignCallback) -> None:
         assert config.group_id is not None
         self.net = net
         self.config = config
         self.group_id = config.group_id
-        self.protocol = ConsumerGroupProtocol(config.partition_assignment_strategy)
-        self.machine = Membership(
-            group_id=config.group_id, protocol=self.protocol, session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms, max_poll_interval_ms=config.max_poll_interval_ms,
-            retry_backoff_ms=config.retry_backoff_ms, group_instance_id=config.group_instance_id)
         self._on_revoke = on_revoke
         self._on_assign = on_assign
         self._queue: deque[Action] = deque()
@@ -104,6 +120,9 @@ class GroupCoordinator:
             self._wake.set()
         self._rearm()
 
+    def _finished(self) -> bool:
+        raise NotImplementedError
+
     def _rearm(self) -> None:
         deadline = self.machine.next_deadline()
         if deadline == self._timer_at:
@@ -112,7 +131,7 @@ class GroupCoordinator:
             self._timer.cancel()
             self._timer = None
         self._timer_at = deadline
-        if deadline is not None and self.machine.state not in (State.CLOSED, State.FAILED):
+        if deadline is not None and not self._finished():
             self._timer = self.net.timers.call_at_ms(max(deadline, self.now), self._on_timer)
 
     def _on_timer(self) -> None:
@@ -121,9 +140,6 @@ class GroupCoordinator:
         self.feed(self.machine.tick(self.now))
 
     # -- application ---------------------------------------------------------------------------
-
-    def subscribe(self, topics: set[str]) -> None:
-        self.feed(self.machine.subscribe(topics, self.now))
 
     def poll(self) -> None:
         if self.fatal is not None:
@@ -167,15 +183,14 @@ class GroupCoordinator:
         elif isinstance(action, Assign):
             await self._on_assign(action.added, action.assignment)
             self.changed.set()
-        elif isinstance(action, RunAssignment):
-            await self._assign(action)
         elif isinstance(action, Fatal):
             self.fatal = KafkaError(action.code, action.message)
             self.changed.set()
-        elif isinstance(action, SendLeaveGroup):
-            await self._leave(action)
         else:
-            self.net.spawn(self._request(action))
+            await self._run_protocol(action)
+
+    async def _run_protocol(self, action: Action) -> None:
+        raise NotImplementedError
 
     async def _request(self, action: Action) -> None:
         try:
@@ -189,46 +204,95 @@ class GroupCoordinator:
         self.feed(actions)
 
     async def _send(self, action: Action) -> list[Action]:
+        raise NotImplementedError
+
+    async def _find_coordinator(self) -> list[Action]:
+        try:
+            node = await find_coordinator(self.net, self.group_id)
+        except KafkaError as exc:
+            if isinstance(exc, KafkaConnectionError | KafkaTimeoutError):
+                raise
+            return self.machine.on_coordinator_error(int(exc.code), self.now)
+        return self.machine.on_coordinator(node, self.now)
+
+    # -- offsets -------------------------------------------------------------------------------
+
+    async def coordinator_node(self) -> int:
+        node = self.machine.coordinator
+        if node is None:
+            node = await find_coordinator(self.net, self.group_id)
+            self.feed(self.machine.on_coordinator(node, self.now))
+        return node
+
+    def on_commit_error(self, code: int) -> None:
+        self.feed(self.machine.on_commit_error(code, self.now))
+
+
+class GroupCoordinator(_GroupEdge):
+    """The classic protocol's edge (:class:`~client.membership.Membership`)."""
+
+    def __init__(self, net: NetworkClient, config: ConsumerConfig, *, on_revoke: RevokeCallback,
+                 on_assign: AssignCallback) -> None:
+        super().__init__(net, config, on_revoke=on_revoke, on_assign=on_assign)
+        assert config.group_id is not None
+        self.protocol = ConsumerGroupProtocol(config.partition_assignment_strategy)
+        self.machine = Membership(
+            group_id=config.group_id, protocol=self.protocol, session_timeout_ms=config.session_timeout_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms, max_poll_interval_ms=config.max_poll_interval_ms,
+            retry_backoff_ms=config.retry_backoff_ms, group_instance_id=config.group_instance_id)
+
+    def _finished(self) -> bool:
+        return self.machine.state in (State.CLOSED, State.FAILED)
+
+    def subscribe(self, topics: set[str], pattern: str | None = None) -> None:
+        self.feed(self.machine.subscribe(topics, self.now))
+
+    async def _run_protocol(self, action: Action) -> None:
+        if isinstance(action, RunAssignment):
+            await self._assign(action)
+        elif isinstance(action, SendLeaveGroup):
+            await self._leave(action)
+        else:
+            self.net.spawn(self._request(action))
+
+    async def _send(self, action: Action) -> list[Action]:
         m = self.machine
         now = self.now
         if isinstance(action, FindCoordinator):
-            try:
-                node = await find_coordinator(self.net, self.group_id)
-            except KafkaError as exc:
-                if isinstance(exc, KafkaConnectionError | KafkaTimeoutError):
-                    raise
-                return m.on_coordinator_error(int(exc.code), self.now)
-            return m.on_coordinator(node, self.now)
+            return await self._find_coordinator()
         node = m.coordinator
         if node is None:
             return m.on_request_failed(action, now)
         if isinstance(action, SendJoinGroup):
-            body = {
+            rebalance_timeout_ms = self.config.rebalance_timeout_ms
+            assert rebalance_timeout_ms is not None  # ConsumerConfig defaults it to max_poll_interval_ms
+            join: JoinGroupRequestData = {
                 "group_id": self.group_id, "session_timeout_ms": self.config.session_timeout_ms,
-                "rebalance_timeout_ms": self.config.rebalance_timeout_ms, "member_id": action.member_id,
+                "rebalance_timeout_ms": rebalance_timeout_ms, "member_id": action.member_id,
                 "group_instance_id": self.config.group_instance_id, "protocol_type": "consumer",
                 "protocols": [{"name": n, "metadata": md} for n, md in action.protocols], "reason": action.reason,
             }
-            timeout = self.config.rebalance_timeout_ms + self.config.request_timeout_ms  # type: ignore[operator]
-            resp = await self.net.send(node, ApiKey.JOIN_GROUP, body, kind="group", timeout_ms=timeout)
+            timeout = rebalance_timeout_ms + self.config.request_timeout_ms
+            resp = await self.net.send(node, ApiKey.JOIN_GROUP, join, kind="group", timeout_ms=timeout)
             members = [(mm.member_id, mm.group_instance_id, mm.metadata) for mm in resp.members]
             return m.on_join_response(resp.error_code, self.now, member_id=resp.member_id,
                                       generation=resp.generation_id, protocol_name=resp.protocol_name,
                                       leader=resp.leader, members=members, skip_assignment=resp.skip_assignment)
         if isinstance(action, SendSyncGroup):
-            body = {
+            sync: SyncGroupRequestData = {
                 "group_id": self.group_id, "generation_id": action.generation, "member_id": action.member_id,
                 "group_instance_id": self.config.group_instance_id, "protocol_type": "consumer",
                 "protocol_name": action.protocol,
                 "assignments": [{"member_id": k, "assignment": v} for k, v in action.assignments.items()],
             }
             timeout = self.config.rebalance_timeout_ms + self.config.request_timeout_ms  # type: ignore[operator]
-            resp = await self.net.send(node, ApiKey.SYNC_GROUP, body, kind="group", timeout_ms=timeout)
+            resp = await self.net.send(node, ApiKey.SYNC_GROUP, sync, kind="group", timeout_ms=timeout)
             return m.on_sync_response(resp.error_code, self.now, resp.assignment)
         if isinstance(action, SendHeartbeat):
-            body = {"group_id": self.group_id, "generation_id": action.generation, "member_id": action.member_id,
-                    "group_instance_id": self.config.group_instance_id}
-            resp = await self.net.send(node, ApiKey.HEARTBEAT, body)
+            beat: HeartbeatRequestData = {"group_id": self.group_id, "generation_id": action.generation,
+                                          "member_id": action.member_id,
+                                          "group_instance_id": self.config.group_instance_id}
+            resp = await self.net.send(node, ApiKey.HEARTBEAT, beat)
             return m.on_heartbeat_response(resp.error_code, self.now)
         raise AssertionError(f"unexpected action {action!r}")
 
@@ -247,7 +311,7 @@ class GroupCoordinator:
         if node is None:
             return
 
-        def build(version: int) -> dict[str, Any]:
+        def build(version: int) -> LeaveGroupRequestData:
             if version >= 3:
                 return {"group_id": self.group_id,
                         "members": [{"member_id": action.member_id, "group_instance_id": None,
@@ -257,23 +321,92 @@ class GroupCoordinator:
         with contextlib.suppress(KafkaError):
             await self.net.send(node, ApiKey.LEAVE_GROUP, {}, build=build, timeout_ms=5000)
 
-    # -- offsets -------------------------------------------------------------------------------
-
-    async def coordinator_node(self) -> int:
-        node = self.machine.coordinator
-        if node is None:
-            node = await find_coordinator(self.net, self.group_id)
-            if self.machine.state is State.FINDING_COORDINATOR:
-                self.feed(self.machine.on_coordinator(node, self.now))
-        return node
-
     def commit_identity(self) -> tuple[int, str]:
         if self.machine.generation >= 0 and self.machine.member_id:
             return self.machine.generation, self.machine.member_id
         return -1, ""
 
-    def on_commit_error(self, code: int) -> None:
-        self.feed(self.machine.on_commit_error(code, self.now))
+
+class ConsumerGroupCoordinator(_GroupEdge):
+    """The KIP-848 protocol's edge (:class:`~client.consumer_membership.ConsumerMembership`):
+    ConsumerGroupHeartbeat requests, reconciliations run through the consumer's callbacks, topic ids
+    resolved with the metadata (refreshed when the target names ids it does not know)."""
+
+    def __init__(self, net: NetworkClient, config: ConsumerConfig, *, on_revoke: RevokeCallback,
+                 on_assign: AssignCallback) -> None:
+        super().__init__(net, config, on_revoke=on_revoke, on_assign=on_assign)
+        assert config.group_id is not None and config.rebalance_timeout_ms is not None
+        self.machine = ConsumerMembership(
+            group_id=config.group_id, rebalance_timeout_ms=config.rebalance_timeout_ms,
+            max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=config.retry_backoff_ms,
+            retry_backoff_max_ms=max(config.retry_backoff_ms, config.reconnect_backoff_max_ms),
+            group_instance_id=config.group_instance_id, server_assignor=config.group_remote_assignor)
+
+    def _finished(self) -> bool:
+        return self.machine.state is MemberState.FATAL
+
+    def _resolve(self, topic_id: uuid.UUID) -> str | None:
+        return self.net.metadata.topic_name(topic_id)
+
+    def subscribe(self, topics: set[str], pattern: str | None = None) -> None:
+        self.feed(self.machine.subscribe(topics, pattern, self.now))
+
+    def on_metadata(self) -> None:
+        self.feed(self.machine.on_metadata(self._resolve, self.now))
+
+    async def _run_protocol(self, action: Action) -> None:
+        if isinstance(action, Reconcile):
+            await self._reconcile(action)
+        elif isinstance(action, RefreshMetadata):
+            self.net.request_metadata_update()
+        elif isinstance(action, SendConsumerHeartbeat) and action.member_epoch < 0:
+            await self._request(action)  # leaving: sent before anything else happens
+        else:
+            self.net.spawn(self._request(action))
+
+    async def _reconcile(self, action: Reconcile) -> None:
+        """Kafka's order: revoke (the consumer commits them first), then assign, then acknowledge."""
+        assigned = False
+        try:
+            if action.revoked:
+                await self._on_revoke(action.revoked, False)
+            if self.machine.reconciling == action.token:
+                await self._on_assign(action.added, action.assignment)
+                assigned = True
+        finally:
+            self.feed(self.machine.on_reconciled(action.token, assigned, self._resolve, self.now))
+            self.changed.set()
+
+    async def _send(self, action: Action) -> list[Action]:
+        m = self.machine
+        if isinstance(action, FindCoordinator):
+            return await self._find_coordinator()
+        assert isinstance(action, SendConsumerHeartbeat)
+        node = m.coordinator
+        if node is None:
+            return m.on_request_failed(action, self.now)
+        leaving = action.member_epoch < 0
+        body = {"group_id": self.group_id, "member_id": m.member_id, "member_epoch": action.member_epoch,
+                "instance_id": self.config.group_instance_id, "rack_id": None,
+                "rebalance_timeout_ms": -1 if leaving else self.config.rebalance_timeout_ms,
+                "subscribed_topic_names": action.subscribed_topic_names,
+                "subscribed_topic_regex": action.subscribed_topic_regex,
+                "server_assignor": None if leaving else m.server_assignor,
+                "topic_partitions": None if action.topic_partitions is None else [
+                    {"topic_id": tid, "partitions": parts} for tid, parts in action.topic_partitions]}
+        resp = await self.net.send(node, ApiKey.CONSUMER_GROUP_HEARTBEAT, body,
+                                   timeout_ms=5000 if leaving else None)
+        assignment = None
+        if resp.assignment is not None:
+            assignment = {tp.topic_id: tp.partitions for tp in resp.assignment.topic_partitions}
+        return m.on_heartbeat_response(resp.error_code, self.now, self._resolve, member_epoch=resp.member_epoch,
+                                       heartbeat_interval_ms=resp.heartbeat_interval_ms, assignment=assignment,
+                                       message=resp.error_message, leaving=leaving)
+
+    def commit_identity(self) -> tuple[int, str]:
+        if self.machine.member_epoch > 0:
+            return self.machine.member_epoch, self.machine.member_id
+        return -1, ""
 
 
 def is_group_error(code: int) -> bool:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from protocol.error_codes import ErrorCode, KafkaError
 
 __all__ = [
-    "AuthenticationError", "CommitFailedError", "ConcurrentAccessError", "ConfigError", "ErrorCode", "IllegalStateError",
-    "KafkaConnectionError", "KafkaError", "KafkaTimeoutError", "NoOffsetForPartitionError",
-    "RecordTooLargeError", "UnsupportedVersionError", "raise_for_code",
+    "AbortableTransactionError", "AuthenticationError", "CommitFailedError", "ConcurrentAccessError", "ConfigError",
+    "ErrorCode", "FatalTransactionError", "IllegalStateError", "KafkaConnectionError", "KafkaError",
+    "KafkaTimeoutError", "NoOffsetForPartitionError", "ProducerFencedError", "RecordTooLargeError",
+    "RetriableTransactionError", "TransactionAbortedError", "TransactionError", "UnsupportedVersionError",
+    "raise_for_code",
 ]
 
 
@@ -82,6 +84,71 @@ class RecordTooLargeError(_LocalError):
     """A record is larger than ``max_request_size``."""
 
     default_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class TransactionError(_LocalError):
+    """A transactional operation failed.  What the application does next depends on the class, as
+    Kafka's clients classify transactional errors (KIP-1050; confluent-kafka's ``fatal()``,
+    ``txn_requires_abort()``, ``retriable()``):
+
+    * :class:`RetriableTransactionError` (``retriable``): call the same method again;
+    * :class:`AbortableTransactionError` (``abortable``): call ``abort_transaction()``, then run the
+      transaction again (its input from the last committed offsets);
+    * :class:`FatalTransactionError` (``fatal``; :class:`ProducerFencedError` among them): the producer
+      can do nothing more; close it (a new one with the same transactional id fences what is left).
+
+    ``code`` is the broker's error code that caused it (or the closest local one).
+    """
+
+    kind = "fatal"
+
+    @property
+    def fatal(self) -> bool:
+        return self.kind == "fatal"
+
+    @property
+    def abortable(self) -> bool:
+        return self.kind == "abortable"
+
+    @property
+    def retriable(self) -> bool:
+        return self.kind == "retriable"
+
+    #: confluent-kafka's name of ``abortable``
+    txn_requires_abort = abortable
+
+
+class FatalTransactionError(TransactionError):
+    """The transactional producer is unusable (fenced, not authorized, a protocol error): close it."""
+
+    kind = "fatal"
+
+
+class ProducerFencedError(FatalTransactionError):
+    """Another producer with the same transactional id started (InitProducerId bumped the epoch), or
+    the broker aborted this producer's transaction with a fencing epoch bump."""
+
+    default_code = ErrorCode.PRODUCER_FENCED
+
+
+class AbortableTransactionError(TransactionError):
+    """The ongoing transaction cannot commit (a send failed, the group rejected its offsets, the
+    broker aborted it): ``abort_transaction()`` and start it over."""
+
+    kind = "abortable"
+    default_code = ErrorCode.TRANSACTION_ABORTABLE
+
+
+class RetriableTransactionError(TransactionError):
+    """A transactional call did not finish in time (coordinator unreachable, ``max_block_ms`` passed);
+    nothing is lost: call the same method again."""
+
+    kind = "retriable"
+    default_code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class TransactionAbortedError(AbortableTransactionError):
+    """A record's delivery future when its transaction was aborted before the record was sent."""
 
 
 def raise_for_code(code: int, message: str | None = None) -> None:

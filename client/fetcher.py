@@ -1,4 +1,8 @@
-"""Prefetching fetcher: one Fetch loop per leader broker, record sets buffered per partition.
+"""Prefetching fetcher: one Fetch loop per broker read from, record sets buffered per partition.
+
+A partition is read from its leader, or — with ``client_rack`` set and the brokers configured
+with a replica selector (KIP-392) — from the in-sync replica in our rack its leader names
+(``preferred_read_replica``), until ``metadata_max_age_ms`` has passed or that replica fails us.
 
 Owns fetch positions (the next offset to request) and the buffers of fetched record sets; the
 consumer owns the application positions and drains the buffers.  A partition is fetched when
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeAlias
@@ -72,6 +77,9 @@ class Fetcher:
         self._loops: dict[int, asyncio.Task[None]] = {}
         self._manager: asyncio.Task[None] | None = None
         self._error: KafkaError | None = None
+        #: KIP-392: the replica a leader sent us to for a partition (``client_rack``), and until when
+        #: (monotonic seconds; ``metadata_max_age_ms`` after it was given) we read there
+        self.preferred: dict[TopicPartition, tuple[int, float]] = {}
 
     def start(self) -> None:
         self._manager = asyncio.get_running_loop().create_task(self._manage())
@@ -98,6 +106,7 @@ class Fetcher:
         self.buffers.pop(tp, None)
         self.skipped.pop(tp, None)
         self.paused.discard(tp)
+        self.preferred.pop(tp, None)
 
     def take_error(self) -> KafkaError | None:
         err, self._error = self._error, None
@@ -118,8 +127,20 @@ class Fetcher:
                 self.net.add_topics([tp.topic])
                 self.net.request_metadata_update()
                 continue
-            by_node.setdefault(leader, []).append(tp)
+            by_node.setdefault(self._read_replica(tp, leader), []).append(tp)
         return by_node
+
+    def _read_replica(self, tp: TopicPartition, leader: int) -> int:
+        """Where to fetch ``tp``: the replica its leader preferred for our rack while that holds, else
+        the leader."""
+        preferred = self.preferred.get(tp)
+        if preferred is None:
+            return leader
+        node, until = preferred
+        if time.monotonic() >= until or node not in self.net.metadata.brokers:
+            del self.preferred[tp]
+            return leader
+        return node
 
     async def _manage(self) -> None:
         while True:
@@ -170,9 +191,12 @@ class Fetcher:
                 if version >= 13:
                     entry["topic_id"] = md.topic_id(topic) or ZERO_UUID
                 topics.append(entry)
-            return {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms, "min_bytes": cfg.fetch_min_bytes,
+            body = {"replica_id": -1, "max_wait_ms": cfg.fetch_max_wait_ms, "min_bytes": cfg.fetch_min_bytes,
                     "max_bytes": cfg.fetch_max_bytes, "isolation_level": cfg.isolation, "session_id": 0,
                     "session_epoch": -1, "topics": topics}
+            if version >= 11 and cfg.client_rack:
+                body["rack_id"] = cfg.client_rack
+            return body
 
         resp = await self.net.send(node, ApiKey.FETCH, {}, kind="fetch", build=build,
                                    timeout_ms=cfg.request_timeout_ms + cfg.fetch_max_wait_ms)
@@ -193,7 +217,17 @@ class Fetcher:
                 if offset is None or self.fetch_positions.get(tp) != offset:
                     continue
                 if p.error_code:
+                    if tp in self.preferred:
+                        # the replica we were sent to cannot serve us (out of range, no longer a
+                        # replica): back to the leader, without resetting the position
+                        del self.preferred[tp]
+                        continue
                     healthy &= self._partition_error(tp, p.error_code)
+                    continue
+                preferred = p.get("preferred_read_replica", -1)
+                if preferred is not None and preferred >= 0 and preferred != node:
+                    self.preferred[tp] = (preferred, time.monotonic() + cfg.metadata_max_age_ms / 1000)
+                    got_data = True  # fetch again at once, there
                     continue
                 self.high_watermarks[tp] = p.high_watermark
                 if p.records:

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import random
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from client.cluster import BrokerInfo, ClusterMetadata, NodeState, PartitionInfo, TopicInfo, least_loaded_node
@@ -205,19 +205,22 @@ class NetworkClient:
 
     # -- requests --------------------------------------------------------------------------------
 
-    async def send(self, node_id: int, api_key: int, body: dict[str, Any], *, kind: str = "normal",
+    async def send(self, node_id: int, api_key: int, body: Mapping[str, Any], *, kind: str = "normal",
                    timeout_ms: int | None = None, expect_response: bool = True,
-                   build: Callable[[int], dict[str, Any]] | None = None) -> Obj:
-        """Send to ``node_id``; ``build(version)`` (if given) makes a version-specific body."""
+                   build: Callable[[int], Mapping[str, Any]] | None = None, max_version: int | None = None) -> Obj:
+        """Send to ``node_id``; ``build(version)`` (if given) makes a version-specific body; ``max_version``
+        caps the version both sides speak."""
         conn = await self.connection(node_id, kind)
         version = conn.version(api_key)
+        if max_version is not None and version > max_version:
+            version = max_version
         if build is not None:
             body = build(version)
         return await conn.request(api_key, body, version=version, timeout_ms=timeout_ms,
                                   expect_response=expect_response)
 
-    async def send_any(self, api_key: int, body: dict[str, Any] | None = None, *,
-                       build: Callable[[int], dict[str, Any]] | None = None,
+    async def send_any(self, api_key: int, body: Mapping[str, Any] | None = None, *,
+                       build: Callable[[int], Mapping[str, Any]] | None = None,
                        timeout_ms: int | None = None, attempts: int = 3) -> tuple[int, Obj]:
         """Send to the least-loaded node, retrying on other nodes if the connection fails."""
         last: Exception | None = None

@@ -81,14 +81,17 @@ async def _list_on(net: NetworkClient, node: int, req: dict[TopicPartition, int]
 
 
 async def fetch_committed(net: NetworkClient, node: int, group_id: str,
-                          tps: Iterable[TopicPartition] | None) -> dict[TopicPartition, OffsetAndMetadata | None]:
-    """The group's committed offsets (``None`` where nothing is committed); ``tps=None`` = all."""
+                          tps: Iterable[TopicPartition] | None,
+                          require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    """The group's committed offsets (``None`` where nothing is committed); ``tps=None`` = all.
+    ``require_stable`` (KIP-447): a partition with transactional offsets not yet decided is answered
+    UNSTABLE_OFFSET_COMMIT (raised; retriable) instead of the offset before them."""
     topics = None if tps is None else [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(tps).items()]
 
     def build(version: int) -> dict[str, Any]:
         if version >= 8:
-            return {"groups": [{"group_id": group_id, "topics": topics}], "require_stable": False}
-        return {"group_id": group_id, "topics": topics, "require_stable": False}
+            return {"groups": [{"group_id": group_id, "topics": topics}], "require_stable": require_stable}
+        return {"group_id": group_id, "topics": topics, "require_stable": require_stable}
 
     resp = await net.send(node, ApiKey.OFFSET_FETCH, {}, build=build)
     if resp.groups:
@@ -122,3 +125,16 @@ async def commit(net: NetworkClient, node: int, group_id: str, offsets: Mapping[
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
     resp = await net.send(node, ApiKey.OFFSET_COMMIT, body)
     return {TopicPartition(t.name, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+
+
+def normalize_offsets(offsets: Mapping[TopicPartition, Any]) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Offsets as callers give them (an int, ``OffsetAndMetadata`` or ``(offset, metadata)`` per
+    partition; partitions as ``TopicPartition`` or ``(topic, partition)``) as ``OffsetAndMetadata``."""
+    out: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, v in offsets.items():
+        tp = TopicPartition(*tp)
+        if isinstance(v, int):
+            out[tp] = OffsetAndMetadata(v, "")
+        else:
+            out[tp] = OffsetAndMetadata(int(v[0]), v[1] if len(v) > 1 and v[1] is not None else "")
+    return out

@@ -11,6 +11,13 @@ retry deadline.  A tight ``enqueue`` loop yields two event-loop turns per full b
 are handled while it runs.  Retriable errors requeue the batch (same encoded bytes, same sequence
 numbers) after ``retry_backoff_ms`` until ``delivery_timeout_ms``.  With ``enable_idempotence`` an InitProducerId gives the producer id
 and epoch, and each partition's batches carry consecutive sequence numbers.
+
+With ``transactional_id`` the producer is transactional (:mod:`client.transactions` is its state,
+:mod:`client.txn_requests` its requests): ``begin_transaction``, ``send_offsets_to_transaction``,
+``commit_transaction``, ``abort_transaction``, ``transaction()``, and ``prepare_transaction`` for a
+two-phase commit.  A batch waits until its partition is in the transaction (AddPartitionsToTxn, or the
+Produce itself with transaction version 2); a batch that fails for good makes the transaction abortable
+and fails the batches not sent yet.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 from asyncio import Future
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import partial
 from time import time_ns
 from typing import Any
@@ -38,10 +45,21 @@ from client.errors import (
     KafkaError,
     KafkaTimeoutError,
     RecordTooLargeError,
+    TransactionAbortedError,
+    TransactionError,
 )
 from client.net import NetworkClient, partitions_for
+from client.offsets import normalize_offsets
 from client.partitioner import DefaultPartitioner
-from client.types import RecordMetadata, TopicPartition
+from client.transactions import TransactionManager, TxnState
+from client.txn_requests import TV1_MAX, TransactionRequests
+from client.types import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    PreparedTransaction,
+    RecordMetadata,
+    TopicPartition,
+)
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.timer_service import WheelTimer
@@ -49,6 +67,10 @@ from protocol.timer_service import WheelTimer
 log = logging.getLogger(__name__)
 
 Headers = Sequence[tuple[str, bytes | None]] | None
+#: first retry backoff of a transaction's batch its partition leader could not add to the transaction
+#: yet, doubling up to ``retry_backoff_ms`` (Kafka waits 20 ms for AddPartitionsToTxn answered
+#: CONCURRENT_TRANSACTIONS)
+TXN_ADD_RETRY_BACKOFF_MS = 2
 
 
 class Producer:
@@ -75,6 +97,11 @@ class Producer:
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # set by start()
         self._tps_metadata: Any = None
         self._tps: dict[str, list[TopicPartition]] = {}
+        #: transactions (``transactional_id``): the state machine, its requests, the AddPartitionsToTxn task
+        self._txn: TransactionManager | None = None
+        self._txn_requests: TransactionRequests | None = None
+        self._add_task: asyncio.Task[None] | None = None
+        self._produce_max_version: int | None = None
         self._started = False
         self._closed = False
 
@@ -92,15 +119,27 @@ class Producer:
         self._timers = WheelTimer()
         self._acc.clock = self._timers.now_ms
         self._net = NetworkClient(self.config, self._timers, allow_auto_topic_creation=True)
-        await self._net.start()
-        if self.config.enable_idempotence:
-            await self._init_producer_id()
+        try:
+            await self._net.start()
+            if self.config.transactional_id is not None:
+                await self._init_transactions(self.config.transactional_id)
+            elif self.config.enable_idempotence:
+                await self._init_producer_id()
+        except BaseException:
+            await self._net.close()
+            self._timers.close()
+            raise
         self._sender = asyncio.get_running_loop().create_task(self._run_sender())
         self._started = True
 
     async def close(self, timeout_s: float | None = None) -> None:
+        """Send what is buffered and close; an open transaction is aborted first (a prepared one is
+        left to whoever completes it)."""
         if self._closed:
             return
+        if self._started and self._txn is not None and self._txn.in_transaction:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.abort_transaction(), timeout_s)
         if self._started:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.flush(), timeout_s)
@@ -146,6 +185,9 @@ class Producer:
         net = self._net
         if self._closed or not self._started or net is None:
             raise IllegalStateError("producer is not running (use 'async with' or await start())")
+        txn = self._txn
+        if txn is not None:
+            txn.check_send()
         cfg = self.config
         if cfg.key_serializer is not None:
             key = cfg.key_serializer(key)
@@ -181,6 +223,8 @@ class Producer:
         if not 0 <= partition < n:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has no partition {partition}")
         tp = tps[partition]
+        if txn is not None and txn.add_partition(tp):
+            self._schedule_add_partitions()
         if timestamp_ms is None:
             timestamp_ms = time_ns() // 1_000_000
         fut: asyncio.Future[RecordMetadata] = Future(loop=self._loop)
@@ -244,10 +288,154 @@ class Producer:
         assert self._net is not None
         return set(await self._net.wait_for_partitions(topic, self.config.request_timeout_ms))
 
+    # -- transactions ----------------------------------------------------------------------------
+
+    async def _init_transactions(self, transactional_id: str) -> None:
+        """FindCoordinator + InitProducerId: this producer now owns the id (older producers of it are
+        fenced, a transaction they left open is aborted first)."""
+        assert self._net is not None
+        txn = self._txn = TransactionManager(transactional_id, self.config.transaction_timeout_ms)
+        self._txn_requests = TransactionRequests(self._net, self.config, txn)
+        txn.begin_init()
+        await self._txn_requests.init_producer_id()
+        self._sync_producer()
+
+    def _sync_producer(self) -> None:
+        """Take the machine's producer id and epoch; a new epoch restarts every sequence at 0."""
+        txn = self._txn
+        assert txn is not None
+        self._produce_max_version = None if txn.tv2 else TV1_MAX[ApiKey.PRODUCE]
+        if (txn.producer_id, txn.producer_epoch) != (self._producer_id, self._producer_epoch):
+            self._producer_id, self._producer_epoch = txn.producer_id, txn.producer_epoch
+            self._sequences = {}
+
+    def _transactional(self) -> tuple[TransactionManager, TransactionRequests]:
+        if self._txn is None or self._txn_requests is None:
+            if self.config.transactional_id is None:
+                raise IllegalStateError("transactions need a transactional_id")
+            raise IllegalStateError("producer is not running (use 'async with' or await start())")
+        return self._txn, self._txn_requests
+
+    def _schedule_add_partitions(self) -> None:
+        if self._add_task is None or self._add_task.done():
+            self._add_task = self._loop.create_task(self._add_partitions())
+
+    async def _add_partitions(self) -> None:
+        txn, requests = self._transactional()
+        try:
+            while txn.new and txn.state is TxnState.IN_TRANSACTION:
+                await requests.add_partitions()
+                self._kick()
+        except Exception as exc:
+            if txn.error is None:  # no coordinator within max_block_ms and the like: the batches are lost
+                log.warning("AddPartitionsToTxn failed: %s", exc)
+                txn.on_batch_failed(exc)
+            self._abort_unsent(txn.error or exc)
+        finally:
+            self._kick()
+
+    async def _partitions_added(self) -> None:
+        task = self._add_task
+        if task is not None and not task.done():
+            await asyncio.shield(task)
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until :meth:`commit_transaction` (or
+        :meth:`abort_transaction`) become visible to ``read_committed`` consumers together, or never."""
+        txn, _ = self._transactional()
+        txn.begin()
+
+    async def send_offsets_to_transaction(
+            self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata | tuple[int, str]],
+            group_metadata: ConsumerGroupMetadata | str) -> None:
+        """Commit ``offsets`` (the next offset to read per input partition) for the consumer group of
+        ``group_metadata`` (``consumer.group_metadata()``; a plain group id skips the group's fencing
+        of stale members) as part of the transaction: they take effect only if it commits (KIP-447)."""
+        txn, requests = self._transactional()
+        txn.check_offsets()
+        meta = group_metadata if isinstance(group_metadata, ConsumerGroupMetadata) \
+            else ConsumerGroupMetadata(str(group_metadata))
+        await requests.send_offsets(normalize_offsets(offsets), meta)
+
+    async def commit_transaction(self) -> None:
+        """Send what is buffered, wait until every record of the transaction is acknowledged, then
+        commit it.  Raises :class:`~client.errors.AbortableTransactionError` when a record or the offsets
+        could not be written (call :meth:`abort_transaction`), :class:`~client.errors.ProducerFencedError`
+        (fatal) when a newer producer owns the transactional id, and
+        :class:`~client.errors.RetriableTransactionError` when the coordinator did not answer within
+        ``max_block_ms`` (call it again)."""
+        txn, requests = self._transactional()
+        if txn.state is not TxnState.COMMITTING:
+            txn.check_ending()
+            await self.flush()
+            await self._partitions_added()
+        if txn.begin_commit():
+            await requests.end_txn(True)
+        self._sync_producer()
+
+    async def abort_transaction(self) -> None:
+        """Drop the transaction: records not sent yet fail with
+        :class:`~client.errors.TransactionAbortedError`, the ones written are never shown to
+        ``read_committed`` consumers, offsets sent to it are not committed."""
+        txn, requests = self._transactional()
+        if not txn.needs_epoch_bump:  # else an earlier abort ended the transaction; its epoch bump timed out
+            with contextlib.suppress(Exception):
+                await self._partitions_added()  # an AddPartitionsToTxn in flight decides whether EndTxn is due
+            if txn.begin_abort():
+                self._abort_unsent(TransactionAbortedError("abort_transaction() was called"))
+                await self.flush()  # what is in flight completes before the abort is decided
+                await self._partitions_added()
+                await requests.end_txn(False)
+            else:
+                self._abort_unsent(TransactionAbortedError("abort_transaction() was called"))
+        if txn.needs_epoch_bump:  # transaction version 1: a new epoch (KIP-360) after an abortable error
+            await requests.init_producer_id()
+        self._sync_producer()
+
+    async def prepare_transaction(self) -> PreparedTransaction:
+        """Send what is buffered and wait until every record is acknowledged, without ending the
+        transaction (the first phase of a two-phase commit, as KIP-939's ``prepareTransaction``).  The
+        returned :class:`~client.types.PreparedTransaction` lets another process commit or abort it
+        (``client.txn_requests.complete_prepared``) before ``transaction_timeout_ms`` aborts it; this
+        producer may still :meth:`commit_transaction` / :meth:`abort_transaction` it, and ``close()``
+        leaves it open."""
+        txn, _ = self._transactional()
+        txn.check_ending()
+        await self.flush()
+        await self._partitions_added()
+        txn.prepare()
+        return PreparedTransaction(txn.transactional_id, txn.producer_id, txn.producer_epoch, 2 if txn.tv2 else 1)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Producer]:
+        """``async with producer.transaction():`` — begin; commit when the block ends, abort when it
+        raises (the exception propagates).  A commit that fails with an abortable error is aborted and
+        the error raised; one whose answer is late (retriable) is asked again, three times in all."""
+        await self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            txn = self._txn
+            if txn is not None and txn.state is not TxnState.FATAL_ERROR and not self._closed:
+                with contextlib.suppress(KafkaError):
+                    await self.abort_transaction()
+            raise
+        for attempt in range(3):
+            try:
+                await self.commit_transaction()
+                return
+            except TransactionError as exc:
+                if exc.abortable:
+                    await self.abort_transaction()
+                if not exc.retriable or attempt == 2:
+                    raise
+
     # -- sender ----------------------------------------------------------------------------------
 
     def _leader(self, tp: TopicPartition) -> int | None:
         assert self._net is not None
+        if self._txn is not None and not self._txn.sendable(tp):
+            return None  # waits until AddPartitionsToTxn added the partition
         leader = self._net.metadata.leader_for(tp.topic, tp.partition)
         if leader is None:
             self._net.request_metadata_update()
@@ -289,7 +477,7 @@ class Producer:
         loop = self._loop
         while True:
             self._send_ready()
-            deadline = self._acc.next_deadline()
+            deadline = self._acc.next_deadline(None if self._txn is None else self._txn.sendable)
             timeout = None if deadline is None else max(0.0, (deadline - net.timers.now_ms()) / 1000)
             if self._acc.flushing and self._acc.has_unsent():
                 timeout = min(timeout or 0.005, 0.005)
@@ -321,7 +509,11 @@ class Producer:
             task.add_done_callback(self._inflight_tasks.discard)
             return
         try:
-            conn.request_nowait(ApiKey.PRODUCE, body, partial(self._produced, node, batches) if acks else None)
+            version = conn.version(ApiKey.PRODUCE)
+            if self._produce_max_version is not None:
+                version = min(version, self._produce_max_version)
+            conn.request_nowait(ApiKey.PRODUCE, body, partial(self._produced, node, batches) if acks else None,
+                                version=version)
         except Exception as exc:
             self._produced(node, batches, None, exc)
             return
@@ -333,7 +525,8 @@ class Producer:
         assert net is not None
         acks = self.config.acks
         try:
-            resp = await net.send(node, ApiKey.PRODUCE, body, expect_response=acks != 0)
+            resp = await net.send(node, ApiKey.PRODUCE, body, expect_response=acks != 0,
+                                  max_version=self._produce_max_version)
         except asyncio.CancelledError:  # the producer is closing
             self._produced(node, batches, None, IllegalStateError("producer closed"))
             raise
@@ -344,6 +537,7 @@ class Producer:
 
     def _produce_body(self, batches: list[ProducerBatch]) -> dict[str, Any]:
         cfg = self.config
+        txn = self._txn
         topic_data: dict[str, list[dict[str, Any]]] = {}
         for b in batches:
             seq = -1
@@ -353,10 +547,12 @@ class Producer:
                     self._sequences[b.tp] = (seq + len(b)) & 0x7FFFFFFF
                 else:
                     seq = b.base_sequence
-            data = b.encode(cfg.compression, self._producer_id, self._producer_epoch, seq)
+            data = b.encode(cfg.compression, self._producer_id, self._producer_epoch, seq, txn is not None)
             topic_data.setdefault(b.tp.topic, []).append({"index": b.tp.partition, "records": data})
             b.attempts += 1
-        return {"transactional_id": None, "acks": cfg.acks, "timeout_ms": cfg.request_timeout_ms,
+        if txn is not None:
+            txn.on_batch_sent()
+        return {"transactional_id": cfg.transactional_id, "acks": cfg.acks, "timeout_ms": cfg.request_timeout_ms,
                 "topic_data": [{"name": t, "partition_data": pd} for t, pd in topic_data.items()]}
 
     def _produced(self, node: int, batches: list[ProducerBatch], resp: Any, exc: BaseException | None) -> None:
@@ -415,8 +611,13 @@ class Producer:
                 or now - batch.created_ms > self.config.delivery_timeout_ms):
             self._fail(batch, exc)
             return
+        backoff = self.config.retry_backoff_ms
+        if self._txn is not None and exc.code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_ENOUGH_REPLICAS):
+            # the partition's leader could not add it to the transaction yet (KIP-890: the previous
+            # transaction's markers are still being written); that clears in milliseconds
+            backoff = min(backoff, TXN_ADD_RETRY_BACKOFF_MS << min(max(batch.attempts - 1, 0), 8))
         self._acc.in_flight.discard(batch.tp)
-        self._acc.requeue(batch, now + self.config.retry_backoff_ms)
+        self._acc.requeue(batch, now + backoff)
 
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._acc.complete(batch)
@@ -426,13 +627,32 @@ class Producer:
                             base_offset if known else -1, 1 if known else 0, log_append_time)
         self._completed(len(batch))
 
-    def _fail(self, batch: ProducerBatch, exc: BaseException) -> None:
-        self._acc.complete(batch)
+    def _fail(self, batch: ProducerBatch, exc: BaseException, *, sent: bool = True) -> None:
+        """Fail ``batch``'s deliveries with ``exc`` (``sent``: it was taken for sending, so its partition
+        may take the next batch).  A failed batch of a transaction makes the transaction abortable (or
+        the producer fenced): the batches not sent yet fail with it."""
+        if sent:
+            self._acc.complete(batch)
+        else:
+            self._acc.forget(batch)
         for fut in batch.futures:
             if not fut.done():
                 fut.set_exception(exc)
                 fut.exception()
         self._completed(len(batch))
+        txn = self._txn
+        if txn is not None and not isinstance(exc, TransactionAbortedError):
+            had_error = txn.error
+            txn.on_batch_failed(exc)
+            if txn.error is not None and txn.error is not had_error:
+                self._abort_unsent(txn.error)
+
+    def _abort_unsent(self, cause: BaseException) -> None:
+        """Fail every batch not handed to a Produce yet (the transaction cannot commit them)."""
+        for batch in self._acc.take_unsent():
+            exc = TransactionAbortedError(f"the transaction is aborted ({cause}); the record was not sent")
+            exc.__cause__ = cause
+            self._fail(batch, exc, sent=False)
 
     def _completed(self, records: int) -> None:
         self._outstanding -= records

@@ -41,6 +41,30 @@ class OffsetAndMetadata(NamedTuple):
     metadata: str = ""
 
 
+class ConsumerGroupMetadata(NamedTuple):
+    """A group member's identity as a transactional producer sends it with the consumer's offsets
+    (KIP-447: the group fences offsets of a member that is no longer in the generation / epoch).
+    ``generation_id`` is the classic generation or the KIP-848 member epoch; -1 and "" when the
+    consumer is not (yet) a member."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+class PreparedTransaction(NamedTuple):
+    """A transaction whose records are all written and acknowledged but which is not ended yet
+    (``Producer.prepare_transaction()``): whoever holds this can commit or abort it with an EndTxn
+    (``client.txn_requests.complete_prepared``) until the transaction's timeout aborts it."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    #: the transaction protocol it was written with (1, or 2 for KIP-890 part 2)
+    transaction_version: int = 1
+
+
 class OffsetAndTimestamp(NamedTuple):
     offset: int
     timestamp: int
@@ -113,6 +137,16 @@ class ConfigEntry:
     source: str
     read_only: bool = False
     synonyms: list[tuple[str, str | None, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PartitionReassignment:
+    """A partition being reassigned (ListPartitionReassignments): its full replica list (the target
+    followed by the replicas being removed), the replicas being added and those being removed."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]
 
 
 @dataclass

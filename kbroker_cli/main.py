@@ -1,10 +1,15 @@
-"""``kbroker``: the admin command line (topics, groups, transactions, produce, consume), built on our own client.
+"""``kbroker``: the admin command line (topics, cluster, groups, transactions, produce, consume), built on our own
+client.
 
     kbroker topics list
     kbroker topics create orders --partitions 6 --config retention.ms=86400000
     kbroker topics describe orders
     kbroker topics delete orders
     kbroker cluster describe
+    kbroker cluster reassign --execute plan.json --throttle 10000000
+    kbroker cluster reassign --verify plan.json
+    kbroker cluster decommission 4 --wait
+    kbroker cluster rebalance --dry-run
     kbroker groups list
     kbroker groups describe billing
     kbroker configs describe --topic orders

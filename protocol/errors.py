@@ -17,3 +17,10 @@ class UnsupportedVersionError(ProtocolError):
         super().__init__(message or f"unsupported api_key={api_key} version={api_version}")
         self.api_key = api_key
         self.api_version = api_version
+
+
+class UnknownFieldError(Exception):
+    """Strict encoding (on when the tests run, see :func:`protocol.schema.set_strict`): a dict handed
+    to the encoder has a key that no version of its message or struct has a field for.
+
+    Not a :class:`ProtocolError`: it is a bug in the code that built the dict, never bad input."""

@@ -8,12 +8,34 @@ compiled by ``construct`` into straight-line Python.  Both are cached.
 
 ``encode``/``decode`` use the compiled form.  Decoding fills fields absent in
 the version with their defaults, so callers can read any field of any version.
+
+Encoding takes a dict (or an :class:`Obj`): a missing key is sent as the field's default,
+and a key for a field the version lacks is left out, so one dict serves every version.
+A key that no version has a field for (a misspelling, a stale name) would be dropped just as
+silently; *strict encoding* (:func:`set_strict`, on for the whole test suite, off in
+production where it costs nothing) refuses it instead with :class:`UnknownFieldError`,
+naming the message, the key and the closest known field.  What strict encoding accepts:
+
+* every key that names a field of the message or struct in *some* version.  A field of another
+  version is dropped, as always, even when its value is not the default.  Kafka's serializers
+  refuse a non-default value for a field the version lacks unless the spec marks the field
+  ignorable, but they serialize data built for one known version; ours are built once for
+  every version (``FindCoordinator`` sends ``key`` below v4 and ``coordinator_keys`` from v4,
+  one dict carrying both), and a decoded :class:`Obj` holds every field of every version.
+  Refusing those would turn each version-agnostic builder into a branch per version without
+  catching a wrong name;
+* nested structs are checked at every depth, in every element of an array: every struct the
+  encoder walks at that version, and no other (what a version does not carry is never looked at,
+  by the encoder or by the check).
 """
 
 from __future__ import annotations
 
+import difflib
+import os
 import struct
 import uuid
+from collections.abc import Mapping
 from functools import cache
 from io import BytesIO
 from typing import Any
@@ -22,7 +44,7 @@ from construct import Construct
 from construct.core import CodeGen
 
 from protocol import primitives as p
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, UnknownFieldError
 from protocol.primitives import ZERO_UUID, KConstruct, Obj, Writer
 
 VersionRange = tuple[int, int | None] | None
@@ -33,6 +55,30 @@ _ZERO = {"int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0
          "bool": False, "string": "", "bytes": b"", "records": None, "uuid": ZERO_UUID}
 
 MISSING: Any = object()
+
+#: ``KB_STRICT_MESSAGES=1`` turns strict encoding on at import (the tests set it, so the
+#: brokers they start as processes are strict too); ``KB_STRICT_MESSAGES_LOG`` names a file
+#: each refusal is also appended to, one line each, so a refusal inside a broker is seen by the
+#: test that caused it even when the broker turned it into a closed connection.  (Not ``KBROKER_*``:
+#: those are the broker's settings, and a test broker starts without them.)
+STRICT_ENV = "KB_STRICT_MESSAGES"
+STRICT_LOG_ENV = "KB_STRICT_MESSAGES_LOG"
+_strict = os.environ.get(STRICT_ENV, "") not in ("", "0")
+_messages: list[Message] = []
+
+
+def set_strict(on: bool) -> None:
+    """Turn strict encoding on or off for this process (codecs already built are rebuilt)."""
+    global _strict
+    _strict = on
+    for message in _messages:
+        message._parsers.clear()
+        message._builders.clear()
+
+
+def strict() -> bool:
+    """True when the encoder refuses keys its messages have no field for."""
+    return _strict
 
 
 def in_range(rng: VersionRange, version: int) -> bool:
@@ -400,6 +446,8 @@ class Message:
         self.fields = fields
         self._parsers: dict[int, Any] = {}
         self._builders: dict[int, Any] = {}
+        self._shapes: dict[int, _Shape] = {}
+        _messages.append(self)
 
     def __repr__(self) -> str:
         return f"<Message {self.name} v{self.min_version}-{self.max_version}>"
@@ -430,8 +478,26 @@ class Message:
             module = compiled.module
             pname, bname = _names_of(module, self.struct(version))
             parse = self._parsers[version] = module.__dict__[pname]
-            self._builders[version] = module.__dict__[bname]
+            build = module.__dict__[bname]
+            self._builders[version] = self._strict_builder(version, build) if _strict else build
         return parse, self._builders[version]
+
+    def check_keys(self, version: int, obj: Any) -> None:
+        """Strict encoding's check: :class:`UnknownFieldError` for a key no version has a field for,
+        in ``obj`` and every struct the encoder walks at ``version``."""
+        shape = self._shapes.get(version)
+        if shape is None:
+            shape = self._shapes[version] = _Shape(self.fields, version)
+        shape.check(obj, self.name, f"{self.name} v{version}")
+
+    def _strict_builder(self, version: int, build: Any) -> Any:
+        check = self.check_keys
+
+        def strict_build(obj: Any, out: Any) -> Any:
+            check(version, obj)
+            return build(obj, out)
+
+        return strict_build
 
     def decode(self, version: int, data: Any, pos: int = 0) -> Obj:
         """Decode one message of ``version`` from ``data`` starting at ``pos``."""
@@ -514,4 +580,47 @@ def parse_uncompiled(message: Message, version: int, data: bytes) -> Obj:
 
 
 def build_uncompiled(message: Message, version: int, obj: Any) -> bytes:
+    if _strict:
+        message.check_keys(version, obj)
     return message.struct(version).build(obj)
+
+
+class _Shape:
+    """What strict encoding accepts in a message or struct: the names of its fields in every version;
+    and the shapes of its structs that ``version`` carries."""
+
+    __slots__ = ("names", "structs")
+
+    def __init__(self, fields: tuple[Field, ...], version: int) -> None:
+        self.names = frozenset(f.name for f in fields)
+        self.structs = tuple((f.name, f.is_array, _Shape(f.fields, version)) for f in fields
+                             if f.element == "struct" and in_range(f.versions, version))
+
+    def check(self, obj: Any, path: str, message: str) -> None:
+        if not isinstance(obj, Mapping):
+            raise UnknownFieldError(_refused(f"{message}: {path} is a {type(obj).__name__}, not a dict"))
+        names = self.names
+        for key in obj:
+            if key not in names:
+                close = difflib.get_close_matches(str(key), sorted(names), n=1, cutoff=0.0)
+                raise UnknownFieldError(_refused(
+                    f"{message}: {path} has no field {key!r} in any version"
+                    f" (closest known field: {close[0] if close else None!r})"))
+        for name, is_array, shape in self.structs:
+            value = obj.get(name)
+            if value is None:
+                continue
+            if is_array:
+                for i, item in enumerate(value):
+                    shape.check(item, f"{path}.{name}[{i}]", message)
+            else:
+                shape.check(value, f"{path}.{name}", message)
+
+
+def _refused(text: str) -> str:
+    """Note a refusal in the strict log (when one is named) and return its text."""
+    log = os.environ.get(STRICT_LOG_ENV)
+    if log:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"pid {os.getpid()}: {text}\n")
+    return text

@@ -4,15 +4,14 @@ Mirrors Spark's built-in Kafka source (columns, option names, offset JSON) so th
 for ``format("kafka")`` run with ``format("kbroker")``.  Readers yield Arrow record batches
 built against one fixed schema, straight from the column buffers the executors decode fetched
 record batches into (:func:`spark_jobs._reader.read_range`); executors read with kbroker's
-synchronous client facade.
+synchronous client facade.  Writers are at-least-once, or exactly-once with Kafka transactions
+(``deliveryGuarantee``, ``transactionalIdPrefix``; see :mod:`spark_jobs._writer`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +33,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from client.types import TopicPartition
-from spark_jobs import _reader
+from spark_jobs import _reader, _writer
+from spark_jobs._writer import KBrokerCommitMessage
 from spark_jobs.options import (
     EARLIEST,
     LATEST,
@@ -325,14 +325,6 @@ class KBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 # -- writers -----------------------------------------------------------------------------------
 
-@dataclass
-class KBrokerCommitMessage(WriterCommitMessage):
-    records: int
-
-
-_WRITABLE = {"key", "value", "topic", "partition", "headers", "timestamp"}
-
-
 def _check_write_schema(options: Mapping[str, str], schema: StructType) -> None:
     names = {f.name.lower(): f for f in schema.fields}
     if "value" not in names:
@@ -346,87 +338,46 @@ def _check_write_schema(options: Mapping[str, str], schema: StructType) -> None:
         raise ValueError("column 'partition' must be an int")
 
 
-class _WriteMixin:
-    options: dict[str, str]
+class _Writer:
+    """What both writers share: the options, checked on the driver (see :mod:`spark_jobs._writer`)."""
 
-    def _produce(self, batches: Iterator[pa.RecordBatch]) -> KBrokerCommitMessage:
-        cfg = _reader.client_config(self.options, "producer")
-        return KBrokerCommitMessage(asyncio.run(_produce_all(cfg, self.options.get("topic"), batches,
-                                                             _bool(self.options, "includeheaders", True))))
-
-
-async def _produce_all(cfg: dict[str, Any], topic_opt: str | None, batches: Iterator[pa.RecordBatch],
-                       with_headers: bool) -> int:
-    from client.producer import Producer
-
-    count = 0
-    futures: list[asyncio.Future[Any]] = []
-    async with Producer(**cfg) as producer:
-        for batch in batches:
-            cols = {name.lower(): batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)
-                    if name.lower() in _WRITABLE}
-            n = batch.num_rows
-            values = cols["value"]
-            keys = cols.get("key") or [None] * n
-            topics = [topic_opt] * n if topic_opt else cols["topic"]
-            parts = cols.get("partition") or [None] * n
-            headers = cols.get("headers") if with_headers else None
-            stamps = cols.get("timestamp")
-            for i in range(n):
-                topic = topics[i]
-                if topic is None:
-                    raise ValueError("null topic in a row and no 'topic' option")
-                hdrs = None
-                if headers is not None and headers[i]:
-                    hdrs = [(h["key"], _as_bytes(h["value"])) for h in headers[i]]
-                ts = stamps[i] if stamps is not None else None
-                ts_ms = None if ts is None else _timestamp_ms(ts)
-                futures.append(await producer.enqueue(topic, _as_bytes(values[i]), _as_bytes(keys[i]), hdrs,
-                                                      parts[i], ts_ms))
-            count += n
-            if len(futures) > 50_000:
-                await asyncio.gather(*futures)
-                futures.clear()
-        await producer.flush()
-        await asyncio.gather(*futures)
-    return count
-
-
-def _as_bytes(v: Any) -> bytes | None:
-    if v is None or isinstance(v, bytes):
-        return v
-    if isinstance(v, str):
-        return v.encode()
-    return bytes(v)
-
-
-def _timestamp_ms(ts: Any) -> int:
-    if isinstance(ts, int | float):
-        return int(ts * 1000)  # a double column means seconds, as in Spark
-    return int(ts.timestamp() * 1000)
-
-
-class KBrokerWriter(_WriteMixin, DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.options = _lower(options)
         _check_write_schema(self.options, schema)
-        _reader.client_config(self.options, "producer")
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KBrokerCommitMessage:
-        return self._produce(iterator)
+        self.sink = _writer.WriteOptions.from_options(self.options)
+        _writer.producer_config(self.options, self.sink.exactly_once)
 
 
-class KBrokerStreamWriter(_WriteMixin, DataSourceStreamArrowWriter):
+class KBrokerWriter(_Writer, DataSourceArrowWriter):
+    """``df.write``: at-least-once, or exactly-once — one transaction per task, all committed by the job's
+    commit."""
+
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self.options = _lower(options)
-        _check_write_schema(self.options, schema)
-        _reader.client_config(self.options, "producer")
+        super().__init__(options, schema)
+        self.prefix = _writer.batch_prefix(self.sink)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> KBrokerCommitMessage:
-        return self._produce(iterator)
+        return _writer.write_task(self.options, iterator, prefix=self.prefix, streaming=False)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        _writer.complete(self.options, messages, commit=True)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        _writer.complete(self.options, messages, commit=False)
+
+
+class KBrokerStreamWriter(_Writer, DataSourceStreamArrowWriter):
+    """``writeStream``: at-least-once (as Spark's Kafka sink), or exactly-once per micro-batch."""
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KBrokerCommitMessage:
+        return _writer.write_task(self.options, iterator, prefix=None, streaming=True)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """At-least-once: every record was acknowledged before its task finished."""
+        """At-least-once: nothing to do (every record was acknowledged before its task finished);
+        exactly-once: commit the transactions the tasks prepared."""
+        _writer.complete(self.options, messages, commit=True)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records already acknowledged stay in the topic (at-least-once, as Spark's Kafka sink)."""
+        """At-least-once: records already acknowledged stay in the topic (as Spark's Kafka sink);
+        exactly-once: abort the prepared transactions."""
+        _writer.complete(self.options, messages, commit=False)

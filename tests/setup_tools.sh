@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the non-Python test peers when they are missing: kcat, prometheus, etcd and openssl
-# (Debian packages kcat, prometheus, etcd-server, openssl), node and npm (Debian nodejs, npm) and
-# kafkajs (npm, into tests/node).
+# (Debian packages kcat, prometheus, etcd-server, openssl), node and npm (Debian nodejs, npm),
+# kafkajs (npm, into tests/node), what the container tests (tests/container) build and run
+# images with: podman with runc, fuse-overlayfs and uidmap, mmdebstrap and docker-compose, and
+# Chromium with its WebDriver for the console's browser tests (Debian chromium, chromium-driver).
 #
 # Outside CI a peer that cannot be installed is reported and the tests that need it skip, saying
 # why.  In CI (CI=true) every peer is required: this script exits non-zero when one is still
@@ -19,9 +21,15 @@ command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 if ! command -v npm >/dev/null 2>&1 && [ ! -d tests/node/node_modules/kafkajs ]; then
   need_apt+=(npm)
 fi
+command -v podman >/dev/null 2>&1 || need_apt+=(podman fuse-overlayfs uidmap)
+command -v runc >/dev/null 2>&1 || need_apt+=(runc)
+command -v mmdebstrap >/dev/null 2>&1 || need_apt+=(mmdebstrap)
+command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "installing ${need_apt[*]} (apt)"
@@ -42,7 +50,7 @@ if [ ! -d tests/node/node_modules/kafkajs ]; then
 fi
 
 missing=()
-for tool in kcat prometheus etcd node openssl; do
+for tool in kcat prometheus etcd node openssl podman runc mmdebstrap docker-compose chromium chromedriver; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 [ -d tests/node/node_modules/kafkajs ] || missing+=(kafkajs)

@@ -31,16 +31,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.admin.describe_configs import BROKER, BROKER_LOGGER, GROUP, TOPIC, config_type
 from broker.admin.topics import TopicAdmin, TopicError
 from broker.cluster.kv import KVError
-from broker.config.describe import BROKER, BROKER_LOGGER, GROUP, TOPIC, config_type
-from broker.config.dynamic import DynamicBrokerConfig, DynamicConfigError, kafka_settings
+from broker.config.declare import LIST
+from broker.config.dynamic import DynamicBrokerConfig, DynamicConfigError
+from broker.config.settings import kafka_settings
 from broker.coordinator.group.group_configs import (
     GroupConfigError,
     effective_group_configs,
     validate_group_configs,
 )
-from broker.log.config import LIST
 from broker.observability.loggers import LoggerConfigError, set_logger_level
 from protocol.error_codes import ErrorCode
 

@@ -19,6 +19,8 @@ metadata image:
 * a broker in controlled shutdown gets no new leadership; the partitions it leads it
   hands over itself once its followers have everything (see ``broker.replication.replica_manager``);
 * a reassignment whose target replicas are all in sync completes (:mod:`broker.cluster.reassignment`);
+* with ``partition.autobalancer.mode=node_add``, a broker that joins holding no replica gets its
+  share of every topic's replicas and preferred leaders by reassignments (:mod:`broker.cluster.balance`);
 * the preferred replica (first in the assignment) takes leadership back when it
   is alive and in the ISR and its broker's share of non-preferred leaderships
   exceeds ``leader.imbalance.per.broker.percentage`` (checked every
@@ -38,7 +40,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from broker.cluster import reassignment
+from broker.cluster import balance, reassignment
 from broker.cluster.image import MetadataImage, PartitionImage
 from broker.cluster.internal_topics import is_internal_topic
 from broker.cluster.kv import Compare, KVError, MetadataKV, Put, mod_is
@@ -71,6 +73,8 @@ class ControllerSettings:
     unclean_leader_election: bool = False
     auto_leader_rebalance: bool = True
     imbalance_percentage: int = 10
+    #: ``partition.autobalancer.mode`` (the cluster-wide dynamic value wins): ``off`` or ``node_add``
+    autobalancer_mode: str = "off"
 
 
 def unclean_allowed(image: MetadataImage, topic: str, default: bool) -> bool:
@@ -187,6 +191,33 @@ def elect_unclean(image: MetadataImage, p: PartitionImage) -> PartitionChange | 
                            _record(p, image, live[0], (live[0],), refresh=(live[0],)), "unclean leader election")
 
 
+def autobalancer_mode(image: MetadataImage, settings: ControllerSettings) -> str:
+    return image.broker_config(None).get("partition.autobalancer.mode") or settings.autobalancer_mode
+
+
+def node_add_moves(image: MetadataImage, settings: ControllerSettings) -> list[PartitionChange]:
+    """``partition.autobalancer.mode=node_add``: when a live broker holds no replica (one just added)
+    and no reassignment runs, reassignments that give it its share (:func:`broker.cluster.balance.rebalance`).
+    Brokers that are down keep their replicas: they may only be restarting."""
+    if autobalancer_mode(image, settings) != "node_add":
+        return []
+    parts = list(image.partitions())
+    if any(p.record.reassigning for p in parts):
+        return []
+    holding = {r for p in parts for r in p.replicas}
+    if all(b in holding for b in image.brokers):
+        return []
+    brokers: dict[int, str | None] = {b: reg.rack for b, reg in image.brokers.items()}
+    brokers.update({b: None for b in holding if b not in brokers})
+    plan = balance.rebalance({(p.topic, p.partition): list(p.replicas) for p in parts}, brokers)
+    changes = []
+    for (topic, index), target in sorted(plan.items()):
+        p = image.partition(topic, index)
+        if p is not None:
+            changes.append(reassignment.start(image, p, target))
+    return changes
+
+
 def imbalanced_partitions(image: MetadataImage, settings: ControllerSettings) -> list[PartitionChange]:
     """Preferred elections for brokers whose non-preferred share exceeds the imbalance threshold."""
     preferred_count: dict[int, int] = {}
@@ -298,7 +329,7 @@ class Controller:
             await self._wake.wait()
             self._wake.clear()
             try:
-                changes = decide(self.image, self.settings)
+                changes = decide(self.image, self.settings) or node_add_moves(self.image, self.settings)
                 _, refused = await self.apply(changes)
                 backoff = 0.05
                 if refused:

@@ -9,12 +9,13 @@ A broker setting has up to four layers, the first present wins:
 
 The dynamic layers are cluster metadata (:mod:`broker.cluster.records`), so they reach every broker
 through its metadata image and survive restarts.  :class:`DynamicBrokerConfig` is the pure part:
-it validates a proposed layer the way Kafka does (only :data:`broker.config.settings.DYNAMIC_SETTINGS` and
-:data:`broker.config.settings.DYNAMIC_WITHOUT_EFFECT` may change; per-broker-only ones never as the default;
-values must parse and the resulting configuration must hold together), and when the image brings
-new layers it writes the effective values into the broker's live :class:`BrokerConfig` — the one
-object every component reads its limits from — and reports what changed, so the owner can
-re-derive what was computed from them (the topic defaults of the logs, the cleaner's settings).
+it validates a proposed layer the way Kafka does (only settings declared dynamic may change —
+:data:`~broker.config.settings.DYNAMIC_SETTINGS` and :data:`~broker.config.settings.DYNAMIC_WITHOUT_EFFECT`;
+per-broker-only ones never as the default; values must parse and the resulting configuration must
+pass the same validation as at start, the composition root's ``checks`` included), and when the image
+brings new layers it writes the effective values into the broker's live :class:`BrokerConfig` and
+reports what changed, so the owner can re-derive what was computed from them (the topic defaults of
+the logs, the components' settings objects).
 
 Kafka's hour and minute spellings (``log.retention.hours``, ``log.roll.hours``, ...) are folded
 into the millisecond setting of the same layer, below an explicit ``*.ms`` of that layer.
@@ -26,24 +27,22 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from broker.config.declare import DOUBLE, STRING, ConfigError, Setting
+from broker.config.loader import Check, parse_setting, validate
 from broker.config.settings import (
     DYNAMIC_SETTINGS,
-    DYNAMIC_WITHOUT_EFFECT,
+    FIELD_SETTINGS,
     PER_BROKER_ONLY,
+    SPELLINGS,
     BrokerConfig,
-    ConfigError,
+    declared,
     is_dynamic,
-    parse_setting,
     setting_name,
-    validate,
+    text,
 )
-from broker.log.config import TOPIC_CONFIGS, InvalidConfigError, validate_topic_configs
 from protocol.error_codes import ErrorCode
-
-if TYPE_CHECKING:
-    from broker.security.listeners import Endpoint
 
 log = logging.getLogger("kbroker.config")
 
@@ -52,12 +51,10 @@ __all__ = [
     "DYNAMIC_BROKER_CONFIG",
     "DYNAMIC_DEFAULT_BROKER_CONFIG",
     "DYNAMIC_TOPIC_CONFIG",
+    "READ_ONLY_NAMES",
     "STATIC_BROKER_CONFIG",
     "DynamicBrokerConfig",
     "DynamicConfigError",
-    "broker_log_defaults",
-    "kafka_settings",
-    "read_only_aliases",
     "unit_synonyms",
 ]
 
@@ -65,13 +62,12 @@ __all__ = [
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
 
-#: Kafka's coarser spellings of a millisecond setting, with their unit in ms.
-_UNIT_SYNONYMS: dict[str, tuple[str, int]] = {
-    "log.retention.minutes": ("log.retention.ms", 60_000),
-    "log.retention.hours": ("log.retention.ms", 3_600_000),
-    "log.roll.hours": ("log.roll.ms", 3_600_000),
-    "log.roll.jitter.hours": ("log.roll.jitter.ms", 3_600_000),
-}
+#: Names DescribeConfigs reports for a broker that are not settings of their own here (or that Kafka
+#: reports under these names): read-only, so changing one is refused as not dynamic, not as unknown.
+READ_ONLY_NAMES = frozenset({
+    "broker.id", "listeners", "advertised.listeners", "log.dirs", "log.dir", "socket.request.max.bytes",
+    "process.roles", "controller.quorum.voters", "inter.broker.listener.name",
+})
 
 
 @dataclass
@@ -85,70 +81,36 @@ class DynamicConfigError(Exception):
         return self.message
 
 
-def _kafka_name(field: str) -> str:
-    return field.replace("_", ".")
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def kafka_settings(config: BrokerConfig) -> dict[str, str]:
-    """Every setting of ``config`` under its Kafka-style dotted name, as text (unset ones left out)."""
-    out = {}
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if value is not None:
-            out[_kafka_name(f.name)] = _text(value)
-    return out
-
-
 def unit_synonyms(name: str) -> list[str]:
     """Kafka's coarser spellings of the millisecond setting ``name`` (``log.retention.ms`` ->
     ``log.retention.minutes``, ``log.retention.hours``), lowest precedence last."""
-    return [k for k, (target, _) in _UNIT_SYNONYMS.items() if target == name]
+    return [k for k, (target, _) in SPELLINGS.items() if target == name]
 
 
 def _fold_units(layer: Mapping[str, str]) -> dict[str, str]:
     """A layer with ``*.hours``/``*.minutes`` turned into the ms setting (an explicit ms one wins)."""
-    out = {k: v for k, v in layer.items() if k not in _UNIT_SYNONYMS}
-    for name in ("log.retention.minutes", "log.retention.hours", "log.roll.hours", "log.roll.jitter.hours"):
-        if name in layer:
-            target, unit = _UNIT_SYNONYMS[name]
-            if target not in out:
-                try:
-                    out[target] = str(int(layer[name].strip()) * unit)
-                except ValueError:
-                    out[target] = layer[name]  # refused by the ms setting's parser with its own message
+    out = {k: v for k, v in layer.items() if k not in SPELLINGS}
+    for name, (target, unit) in SPELLINGS.items():
+        if name in layer and target not in out:
+            try:
+                out[target] = str(int(layer[name].strip()) * unit)
+            except ValueError:
+                out[target] = layer[name]  # refused by the ms setting's parser with its own message
     return out
-
-
-def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
-    """The topic-config defaults a broker configuration gives (Kafka's ``ServerTopicConfigSynonyms``):
-    ``retention.ms`` from ``log.retention.ms``, ``max.message.bytes`` from ``message.max.bytes``, ..."""
-    settings = kafka_settings(config)
-    defaults = {}
-    for name, d in TOPIC_CONFIGS.items():
-        for synonym, unit in d.synonyms:
-            if synonym in settings:
-                value = settings[synonym]
-                defaults[name] = value if unit == 1 else str(int(value) * unit)
-                break
-    return defaults
 
 
 class DynamicBrokerConfig:
     """The dynamic layers of one broker's configuration over its static one (see the module doc).
 
     ``static`` is the configuration the broker started with (kept unchanged); ``live`` is the object
-    the broker's components share, updated in place by :meth:`update`.
+    the broker's components share, updated in place by :meth:`update`; ``checks`` are the cross-checks
+    the composition root runs at start (:func:`broker.config.loader.validate`), run on every change too.
     """
 
-    def __init__(self, static: BrokerConfig, live: BrokerConfig) -> None:
+    def __init__(self, static: BrokerConfig, live: BrokerConfig, *, checks: Sequence[Check]) -> None:
         self.static = dataclasses.replace(static)
         self.live = live
+        self.checks = tuple(checks)
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[str, str] = {}
 
@@ -158,8 +120,8 @@ class DynamicBrokerConfig:
         normalised.  Raises :class:`DynamicConfigError` (INVALID_REQUEST, Kafka's code for every broker
         config it refuses)."""
         names = set(layer)
-        not_dynamic = sorted(n for n in names if not is_dynamic(n) and n not in _UNIT_SYNONYMS)
-        unknown = [n for n in not_dynamic if setting_name(n) is None and n not in _READ_ONLY_ALIASES]
+        not_dynamic = sorted(n for n in names if not is_dynamic(n))
+        unknown = [n for n in not_dynamic if setting_name(n) is None and n not in READ_ONLY_NAMES]
         if unknown:
             raise DynamicConfigError(ErrorCode.INVALID_REQUEST, f"Unknown broker configs: {', '.join(unknown)}")
         if not_dynamic:
@@ -177,26 +139,21 @@ class DynamicBrokerConfig:
         default, mine = (self.cluster_default, normalised) if per_broker else (normalised, self.per_broker)
         try:
             self._effective(default, mine, strict=True)
-        except (ConfigError, InvalidConfigError) as exc:
-            raise DynamicConfigError(ErrorCode.INVALID_REQUEST, str(getattr(exc, "detail", "") or exc)) from None
+        except ConfigError as exc:
+            raise DynamicConfigError(ErrorCode.INVALID_REQUEST, str(exc)) from None
         return normalised
 
     @staticmethod
     def _check_value(name: str, value: str) -> str:
+        s = declared(name)
+        assert s is not None  # is_dynamic(name)
+        if s.attr is None:  # a coarser spelling or a config stored without effect
+            return _parse_kafka_style(s, value)
         try:
-            if name in DYNAMIC_WITHOUT_EFFECT:
-                return _parse_typed(name, value, DYNAMIC_WITHOUT_EFFECT[name])
-            if name in _UNIT_SYNONYMS:
-                return _parse_typed(name, value, "long")
-            if setting_name(name) is not None:
-                return _text(parse_setting(name, value, "dynamic config"))
-            # a topic-default synonym without a static setting (log.local.retention.ms, ...)
-            topic = next(t for t, d in TOPIC_CONFIGS.items() if any(s == name for s, _ in d.synonyms))
-            return validate_topic_configs({topic: value})[topic]
-        except (ConfigError, InvalidConfigError) as exc:
+            return text(parse_setting(name, value, "dynamic config"))
+        except ConfigError as exc:
             raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
-                                     f"Invalid value {value} for configuration {name}: "
-                                     f"{getattr(exc, 'detail', '') or exc}") from None
+                                     f"Invalid value {value} for configuration {name}: {exc}") from None
 
     # -- applying ----------------------------------------------------------------------------
     def _effective(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str], *,
@@ -217,7 +174,7 @@ class DynamicBrokerConfig:
                     log.error("ignoring the invalid dynamic broker config %s=%r", name, value)
         effective = dataclasses.replace(self.static, **updates)
         try:
-            validate(effective)
+            validate(effective, self.checks)
         except ConfigError:
             if strict:
                 raise
@@ -233,11 +190,12 @@ class DynamicBrokerConfig:
         self.per_broker = dict(per_broker)
         effective = self._effective(self.cluster_default, self.per_broker, strict=False)
         changed = set()
-        for f in dataclasses.fields(effective):
-            value = getattr(effective, f.name)
-            if getattr(self.live, f.name) != value:
-                setattr(self.live, f.name, value)
-                changed.add(_kafka_name(f.name))
+        for s in FIELD_SETTINGS:
+            attr = s.attr or ""
+            value = getattr(effective, attr)
+            if getattr(self.live, attr) != value:
+                setattr(self.live, attr, value)
+                changed.add(s.name)
         if changed:
             log.info("dynamic broker configs changed: %s", ", ".join(sorted(changed)))
         return changed
@@ -251,59 +209,32 @@ class DynamicBrokerConfig:
                               (self.cluster_default, DYNAMIC_DEFAULT_BROKER_CONFIG)):
             if name in layer:
                 out.append((layer[name], source))
-        field = setting_name(name)
-        if field is not None:
-            static = getattr(self.static, field)
-            default = _FIELD_DEFAULTS.get(field)
-            value = None if static is None else _text(static)
-            if static != default:
-                out.append((value, STATIC_BROKER_CONFIG))
-            out.append((None if default is None else _text(default), DEFAULT_CONFIG))
+        s = declared(name)
+        if s is not None and s.attr is not None:
+            static = getattr(self.static, s.attr)
+            if static != s.default:
+                out.append((None if static is None else text(static), STATIC_BROKER_CONFIG))
+            out.append((None if s.default is None else text(s.default), DEFAULT_CONFIG))
         return out
 
     def dynamic_names(self) -> set[str]:
         return set(self.per_broker) | set(self.cluster_default)
 
 
-def _parse_typed(name: str, value: str, kind: str) -> str:
-    text = str(value).strip()
-    if kind == "string":
-        return text
+def _parse_kafka_style(s: Setting, value: str) -> str:
+    """A dynamic config with no setting here, checked as Kafka's ConfigDef would: its type, its validator."""
+    raw = str(value).strip()
+    if s.type == STRING:
+        return raw
     try:
-        number: float = float(text) if kind == "double" else int(text)
+        number: float = float(raw) if s.type == DOUBLE else int(raw)
     except ValueError:
         raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
-                                 f"Invalid value {value} for configuration {name}: Not a number of type "
-                                 f"{kind.upper()}") from None
-    if kind in ("int", "short") and (number < 1 if name.endswith("threads") or name.startswith("num.")
-                                     else number < 0):
+                                 f"Invalid value {value} for configuration {s.name}: Not a number of type "
+                                 f"{s.type_name}") from None
+    try:
+        s.check(number)
+    except ValueError as exc:
         raise DynamicConfigError(ErrorCode.INVALID_REQUEST,
-                                 f"Invalid value {value} for configuration {name}: Value must be at least 1")
-    return text
-
-
-_FIELD_DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(BrokerConfig)
-                                   if f.default is not dataclasses.MISSING}
-
-#: Names DescribeConfigs reports for a broker that are not settings of their own here: read-only.
-_READ_ONLY_ALIASES = frozenset({
-    "broker.id", "listeners", "advertised.listeners", "log.dirs", "log.dir", "socket.request.max.bytes",
-    "process.roles", "controller.quorum.voters", "inter.broker.listener.name",
-})
-
-
-def read_only_aliases(config: BrokerConfig, endpoints: Sequence[Endpoint], port: int) -> dict[str, str | None]:
-    """Kafka's names for settings this broker spells otherwise (reported read-only by DescribeConfigs):
-    ``endpoints`` are its advertised listeners as registered, ``port`` the one the asking client reached."""
-    from broker.security.setup import inter_broker_listener_name
-
-    plaintext = f"PLAINTEXT://{config.host}:{port}"
-    return {
-        "broker.id": str(config.node_id),
-        "listeners": config.listeners or plaintext,
-        "advertised.listeners": ",".join(f"{e.listener}://{e.host}:{e.port}" for e in endpoints) or plaintext,
-        "inter.broker.listener.name": inter_broker_listener_name(config),
-        "log.dirs": str(config.data_path), "log.dir": str(config.data_path),
-        "socket.request.max.bytes": str(config.max_frame_bytes),
-    }
-
+                                 f"Invalid value {value} for configuration {s.name}: Value {exc}") from None
+    return raw

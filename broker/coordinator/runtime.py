@@ -88,7 +88,12 @@ class CoordinatorEffects(Protocol):
 
 
 class Coordinator(Protocol):
-    """What the runtime needs of a pure coordinator (one per shard)."""
+    """What the runtime needs of a pure coordinator (one per shard).
+
+    ``load`` / ``load_marker`` replay the committed records and markers of the log; a coordinator
+    applies the records of its own writes through the same replay when ``write_committed`` reports
+    them durable, so a shard that loaded the log holds what the shard that wrote it held.
+    """
 
     def load(self, partition: int, key: bytes, value: bytes | None, producer_id: int = -1) -> None: ...
 

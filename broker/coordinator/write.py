@@ -4,7 +4,9 @@ Both coordinators (groups over ``__consumer_offsets``, transactions over
 ``__transaction_state``) are effect-returning state machines: a request yields
 replies and :class:`Write` s, and the replies that depend on a write are held back
 until the edge reports it durable (``write_committed``) or failed
-(``write_failed``).  Writes of one partition complete in the order they were
+(``write_failed``).  On commit a coordinator replays the records the write carries
+(the same replay its load runs); :class:`PendingWrite` is a handed-out write with
+what waits for its outcome.  Writes of one partition complete in the order they were
 handed out; :class:`InFlightWrites` is the bookkeeping both coordinators use to
 hold them in that order.  Pure: no I/O, no clock.
 """
@@ -12,12 +14,14 @@ hold them in that order.  Pure: no I/O, no clock.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from protocol.error_codes import ErrorCode
 
-__all__ = ["InFlightWrites", "TxnMarker", "Write", "coordinator_unavailable", "write_error"]
+__all__ = ["InFlightWrites", "PendingWrite", "TxnMarker", "Write", "append_error", "coordinator_unavailable",
+           "write_error"]
 
 E = ErrorCode
 TOO_LARGE = (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE)
@@ -49,6 +53,30 @@ class Write:
     producer_id: int = -1
     producer_epoch: int = -1
     marker: TxnMarker | None = None
+
+
+class PendingWrite:
+    """A handed-out :class:`Write` and what waits for its outcome (Kafka's append future): the replies held
+    back until it is durable, and what a coordinator finishes or undoes then.  What the write *changes*
+    is not here: a coordinator replays the records it carries when it commits."""
+
+    __slots__ = ("waiters", "write")
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self.waiters: list[tuple[Callable[[], None], Callable[[ErrorCode], None]]] = []
+
+    def wait(self, committed: Callable[[], None], failed: Callable[[ErrorCode], None]) -> None:
+        """Call ``committed()`` once the write is durable, or ``failed(append_error)`` if it fails."""
+        self.waiters.append((committed, failed))
+
+    def committed(self) -> None:
+        for on_commit, _ in self.waiters:
+            on_commit()
+
+    def failed(self, error: ErrorCode) -> None:
+        for _, on_fail in self.waiters:
+            on_fail(error)
 
 
 class InFlightWrites(Generic[T]):
@@ -85,6 +113,15 @@ class InFlightWrites(Generic[T]):
             del self._order[partition]
         del self._items[write_id]
         return item
+
+
+def append_error(error_code: int) -> ErrorCode:
+    """The error a failed append reported, as an :class:`ErrorCode` (an unknown or missing code reads as
+    UNKNOWN_SERVER_ERROR)."""
+    try:
+        return ErrorCode(error_code) if error_code else E.UNKNOWN_SERVER_ERROR
+    except ValueError:
+        return E.UNKNOWN_SERVER_ERROR
 
 
 def coordinator_unavailable(append_error: ErrorCode) -> ErrorCode:

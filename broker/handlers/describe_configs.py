@@ -1,11 +1,11 @@
 """DescribeConfigs (32): the configs of topics, brokers, groups and broker loggers, with their
-sources, synonyms and documentation (:mod:`broker.config.describe`)."""
+sources, synonyms and documentation (:mod:`broker.admin.describe_configs`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.config.describe import ConfigView, describe_resource
+from broker.admin.describe_configs import ConfigView, describe_resource
 from broker.handlers.registry import Reply, handles
 from protocol.api import ApiKey
 from protocol.primitives import Obj

@@ -1,11 +1,12 @@
 """Topic-level log configuration: every topic config Kafka 4.x defines, its default, type, validation.
 
 ``TOPIC_CONFIGS`` is the catalogue: for each of Kafka's topic config names, its default (the
-wire form), its ConfigType (what DescribeConfigs reports), its parser/validator and the broker
-settings that supply its default when a topic does not override it (Kafka's
+wire form), its ConfigType (what DescribeConfigs reports) and its parser/validator.  The broker
+settings that supply a default when a topic does not override it (Kafka's
 ``ServerTopicConfigSynonyms``: ``retention.ms`` ← ``log.retention.ms``, ``max.message.bytes`` ←
-``message.max.bytes``, ...).  ``validate_topic_configs`` is what CreateTopics and the alter-config
-APIs use to reject bad names or values (``InvalidConfigError`` → INVALID_CONFIG);
+``message.max.bytes``, ...) are declared with those settings
+(:data:`broker.config.settings.TOPIC_SYNONYMS`).  ``validate_topic_configs`` is what CreateTopics and
+the alter-config APIs use to reject bad names or values (``InvalidConfigError`` → INVALID_CONFIG);
 ``LogConfig`` is the parsed, typed form the storage layer reads on the hot path.
 
 What each config does here:
@@ -36,15 +37,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from broker.config.declare import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING
 from broker.log.errors import InvalidConfigError
 
 LONG_MAX = 9223372036854775807
 LONG_MIN = -9223372036854775808
 INT_MAX = 2147483647
 INT_MIN = -2147483648
-
-# Kafka's ConfigDef.Type ids as DescribeConfigs (v3+) reports them.
-BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
@@ -149,66 +148,55 @@ def _remote_storage(name: str, value: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class TopicConfigDef:
-    """One topic config: its default (wire form), ConfigType, parser and broker synonyms.
-
-    ``synonyms`` are the broker settings that give the default, highest priority first, each with
-    the factor that turns its unit into this config's (``log.retention.hours`` → ms)."""
+    """One topic config: its default (wire form), ConfigType (:mod:`broker.config.declare`) and parser."""
 
     name: str
     default: str
     type: int
     parse: Parser
-    synonyms: tuple[tuple[str, int], ...] = ()
 
 
-def _def(name: str, default: object, ctype: int, parse: Parser, *synonyms: str | tuple[str, int]) -> TopicConfigDef:
-    syn = tuple(s if isinstance(s, tuple) else (s, 1) for s in synonyms)
+def _def(name: str, default: object, ctype: int, parse: Parser) -> TopicConfigDef:
     text = str(default).lower() if isinstance(default, bool) else str(default)
-    return TopicConfigDef(name, text, ctype, parse, syn)
+    return TopicConfigDef(name, text, ctype, parse)
 
-
-_HOUR, _MINUTE = 3_600_000, 60_000
 
 #: Every topic config of Kafka 4.x, by name (Kafka's TopicConfig / LogConfig definitions).
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {d.name: d for d in (
-    _def("cleanup.policy", "delete", LIST, _cleanup_policy, "log.cleanup.policy"),
-    _def("compression.gzip.level", GZIP_DEFAULT_LEVEL, INT, _level(GZIP_LEVELS, GZIP_DEFAULT_LEVEL),
-         "compression.gzip.level"),
-    _def("compression.lz4.level", LZ4_DEFAULT_LEVEL, INT, _level(LZ4_LEVELS, LZ4_DEFAULT_LEVEL),
-         "compression.lz4.level"),
-    _def("compression.type", "producer", STRING, _enum(*COMPRESSION_TYPES), "compression.type"),
-    _def("compression.zstd.level", ZSTD_DEFAULT_LEVEL, INT, _level(ZSTD_LEVELS, ZSTD_DEFAULT_LEVEL),
-         "compression.zstd.level"),
-    _def("delete.retention.ms", 86_400_000, LONG, _long(0), "log.cleaner.delete.retention.ms"),
-    _def("file.delete.delay.ms", 60_000, LONG, _long(0), "log.segment.delete.delay.ms"),
-    _def("flush.messages", LONG_MAX, LONG, _long(1), "log.flush.interval.messages"),
-    _def("flush.ms", 1000, LONG, _long(0), "log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    _def("cleanup.policy", "delete", LIST, _cleanup_policy),
+    _def("compression.gzip.level", GZIP_DEFAULT_LEVEL, INT, _level(GZIP_LEVELS, GZIP_DEFAULT_LEVEL)),
+    _def("compression.lz4.level", LZ4_DEFAULT_LEVEL, INT, _level(LZ4_LEVELS, LZ4_DEFAULT_LEVEL)),
+    _def("compression.type", "producer", STRING, _enum(*COMPRESSION_TYPES)),
+    _def("compression.zstd.level", ZSTD_DEFAULT_LEVEL, INT, _level(ZSTD_LEVELS, ZSTD_DEFAULT_LEVEL)),
+    _def("delete.retention.ms", 86_400_000, LONG, _long(0)),
+    _def("file.delete.delay.ms", 60_000, LONG, _long(0)),
+    _def("flush.messages", LONG_MAX, LONG, _long(1)),
+    _def("flush.ms", 1000, LONG, _long(0)),
     _def("follower.replication.throttled.replicas", "", LIST, _throttled_replicas),
-    _def("index.interval.bytes", 4096, INT, _int(0), "log.index.interval.bytes"),
+    _def("index.interval.bytes", 4096, INT, _int(0)),
     _def("leader.replication.throttled.replicas", "", LIST, _throttled_replicas),
-    _def("local.retention.bytes", -2, LONG, _long(-2), "log.local.retention.bytes"),
-    _def("local.retention.ms", -2, LONG, _long(-2), "log.local.retention.ms"),
-    _def("max.compaction.lag.ms", LONG_MAX, LONG, _long(1), "log.cleaner.max.compaction.lag.ms"),
-    _def("max.message.bytes", 1_048_588, INT, _int(0), "message.max.bytes"),
-    _def("message.timestamp.after.max.ms", LONG_MAX, LONG, _long(0), "log.message.timestamp.after.max.ms"),
-    _def("message.timestamp.before.max.ms", LONG_MAX, LONG, _long(0), "log.message.timestamp.before.max.ms"),
-    _def("message.timestamp.type", "CreateTime", STRING, _enum(*TIMESTAMP_TYPES), "log.message.timestamp.type"),
-    _def("min.cleanable.dirty.ratio", 0.5, DOUBLE, _double(0.0, 1.0), "log.cleaner.min.cleanable.ratio"),
-    _def("min.compaction.lag.ms", 0, LONG, _long(0), "log.cleaner.min.compaction.lag.ms"),
-    _def("min.insync.replicas", 1, INT, _int(1), "min.insync.replicas"),
-    _def("preallocate", False, BOOLEAN, _boolean, "log.preallocate"),
+    _def("local.retention.bytes", -2, LONG, _long(-2)),
+    _def("local.retention.ms", -2, LONG, _long(-2)),
+    _def("max.compaction.lag.ms", LONG_MAX, LONG, _long(1)),
+    _def("max.message.bytes", 1_048_588, INT, _int(0)),
+    _def("message.timestamp.after.max.ms", LONG_MAX, LONG, _long(0)),
+    _def("message.timestamp.before.max.ms", LONG_MAX, LONG, _long(0)),
+    _def("message.timestamp.type", "CreateTime", STRING, _enum(*TIMESTAMP_TYPES)),
+    _def("min.cleanable.dirty.ratio", 0.5, DOUBLE, _double(0.0, 1.0)),
+    _def("min.compaction.lag.ms", 0, LONG, _long(0)),
+    _def("min.insync.replicas", 1, INT, _int(1)),
+    _def("preallocate", False, BOOLEAN, _boolean),
     _def("remote.log.copy.disable", False, BOOLEAN, _boolean),
     _def("remote.log.delete.on.disable", False, BOOLEAN, _boolean),
     _def("remote.storage.enable", False, BOOLEAN, _remote_storage),
-    _def("retention.bytes", -1, LONG, _long(), "log.retention.bytes"),
-    _def("retention.ms", 604_800_000, LONG, _long(-1), "log.retention.ms", ("log.retention.minutes", _MINUTE),
-         ("log.retention.hours", _HOUR)),
+    _def("retention.bytes", -1, LONG, _long()),
+    _def("retention.ms", 604_800_000, LONG, _long(-1)),
     # Kafka's floor is 14 bytes (LegacyRecord overhead); small segments make tests cheap.
-    _def("segment.bytes", 1_073_741_824, INT, _int(14), "log.segment.bytes"),
-    _def("segment.index.bytes", 10_485_760, INT, _int(4), "log.index.size.max.bytes"),
-    _def("segment.jitter.ms", 0, LONG, _long(0), "log.roll.jitter.ms", ("log.roll.jitter.hours", _HOUR)),
-    _def("segment.ms", 604_800_000, LONG, _long(1), "log.roll.ms", ("log.roll.hours", _HOUR)),
-    _def("unclean.leader.election.enable", False, BOOLEAN, _boolean, "unclean.leader.election.enable"),
+    _def("segment.bytes", 1_073_741_824, INT, _int(14)),
+    _def("segment.index.bytes", 10_485_760, INT, _int(4)),
+    _def("segment.jitter.ms", 0, LONG, _long(0)),
+    _def("segment.ms", 604_800_000, LONG, _long(1)),
+    _def("unclean.leader.election.enable", False, BOOLEAN, _boolean),
 )}
 
 #: Kafka topic config name -> default value, as strings (the wire form).

@@ -103,7 +103,7 @@ class LogDirLockedError(KafkaStorageError):
 
 
 class InvalidRecordError(LogError):
-    """A batch that is well-formed bytes but breaks a broker rule (notes §3.3)."""
+    """A batch that is well-formed bytes but breaks a broker rule (docs/records-on-append.md)."""
 
     error_name = "INVALID_RECORD"
     error_code = 87

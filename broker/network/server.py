@@ -63,6 +63,7 @@ import struct
 import time
 import types
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.log.region import FileRegion, release_parts
@@ -70,7 +71,7 @@ from broker.security.acl import ANONYMOUS, AuthorizationSession
 from broker.security.connection import ConnectionSecurity
 from broker.security.sasl import SaslError, SaslServer, SaslState
 from broker.security.scram import CredentialStore
-from broker.security.setup import ServerListener, server_listeners
+from broker.security.setup import ServerListener
 from broker.security.tls import principal_from_certificate
 from protocol.api import APIS
 from protocol.errors import ProtocolError
@@ -78,7 +79,6 @@ from protocol.framing import FrameReceiver
 from protocol.primitives import ExternalBytes, Obj
 
 if TYPE_CHECKING:
-    from broker.config.settings import BrokerConfig
     from broker.handlers.dispatch import RequestDispatcher
 
 T = TypeVar("T")
@@ -96,6 +96,23 @@ SCRATCH_BYTES = 256 * 1024
 _REQUEST_SLACK = 64 * 1024
 #: sendfile errors meaning "not for this socket/file": fall back to copying on this connection
 _NO_SENDFILE = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK, errno.EOVERFLOW})
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """The limits the network edge enforces (the broker settings of the same names).  Dynamic ones
+    (``max.connections``, ``message.max.bytes``) change by the server being given a new object."""
+
+    max_frame_bytes: int
+    max_connections: int
+    connections_max_idle_ms: int
+    max_in_flight_requests_per_connection: int
+    queued_max_response_bytes_per_connection: int
+    queued_max_response_bytes: int
+    connection_write_buffer_bytes: int
+    ssl_handshake_timeout_ms: int
+    #: ``message.max.bytes``: a large request's buffer starts at about this size
+    message_max_bytes: int
 
 
 def is_awaitable(result: Any) -> bool:
@@ -147,7 +164,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, server: KafkaServer, listener: ServerListener | None = None) -> None:
         self.server = server
         self.dispatcher = server.dispatcher
-        config = server.config
+        settings = server.settings
         self.listener = listener or server.listeners[0]
         #: who is on the other end: User:ANONYMOUS, the certificate's User:<CN>, or the SASL user
         self.principal = ANONYMOUS
@@ -157,8 +174,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.sasl: SaslServer | None = None
         #: frames pass through _gate first (a SASL connection until it has authenticated)
         self.gated = False
-        self.receiver = FrameReceiver(config.max_frame_bytes, scratch=server.scratch,
-                                      initial_frame_bytes=config.message_max_bytes + _REQUEST_SLACK)
+        self.receiver = FrameReceiver(settings.max_frame_bytes, scratch=server.scratch,
+                                      initial_frame_bytes=settings.message_max_bytes + _REQUEST_SLACK)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.client_host = ""
@@ -210,7 +227,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # resume only once the buffer is empty, so file data goes out with sendfile again
         transport.set_write_buffer_limits(high=self.server.write_buffer_bytes, low=0)  # type: ignore[attr-defined]
         if not self.server.register(self):
-            log.warning("connection limit %d reached, closing %s", self.server.config.max_connections, self.peer)
+            log.warning("connection limit %d reached, closing %s", self.server.settings.max_connections, self.peer)
             transport.abort()
             self.closed = True
             return
@@ -306,13 +323,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _may_handle(self) -> bool:
         server = self.server
-        if len(self.pending) >= server.config.max_in_flight_requests_per_connection:
+        if len(self.pending) >= server.settings.max_in_flight_requests_per_connection:
             return False
         if self.queued_bytes <= 0:
             return True  # every connection may always have one response on its way
-        if self.queued_bytes >= server.config.queued_max_response_bytes_per_connection:
+        if self.queued_bytes >= server.settings.queued_max_response_bytes_per_connection:
             return False
-        if server.queued_bytes >= server.config.queued_max_response_bytes:
+        if server.queued_bytes >= server.settings.queued_max_response_bytes:
             server.wait_for_budget(self)
             return False
         return True
@@ -401,7 +418,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         security = self.server.security
         self.principal = sasl.principal
         self.session = security.session(self.principal, self.client_host)
-        self.receiver.max_frame_bytes = self.server.config.max_frame_bytes
+        self.receiver.max_frame_bytes = self.server.settings.max_frame_bytes
         self.gated = sasl.session_expires_at is not None  # KIP-368: the session's end is checked per request
         security.authenticated(self.listener.name, sasl.mechanism or "", self.principal, self.peer)
 
@@ -618,7 +635,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         should_pause = (self.write_paused or self._waiting_writable or bool(self.backlog)
                         or self._read_error is not None
-                        or len(self.pending) >= self.server.config.max_in_flight_requests_per_connection)
+                        or len(self.pending) >= self.server.settings.max_in_flight_requests_per_connection)
         if should_pause and not self.paused_reading:
             transport.pause_reading()
             self.paused_reading = True
@@ -666,12 +683,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
 class KafkaServer:
     """Listener and connection registry: limits, idle reaping, graceful stop."""
 
-    def __init__(self, config: BrokerConfig, dispatcher: RequestDispatcher | None = None, *,
-                 listeners: Sequence[ServerListener] | None = None, security: ConnectionSecurity | None = None) -> None:
-        self.config = config
+    def __init__(self, settings: ServerSettings, dispatcher: RequestDispatcher | None = None, *,
+                 listeners: Sequence[ServerListener], security: ConnectionSecurity | None = None) -> None:
+        #: replaced as a whole when a dynamic setting changes, so every use reads the current limits
+        self.settings = settings
         self.dispatcher: RequestDispatcher = dispatcher  # type: ignore[assignment]  # set before serve()
-        self.listeners: tuple[ServerListener, ...] = (tuple(listeners) if listeners is not None
-                                                      else server_listeners(config))
+        self.listeners: tuple[ServerListener, ...] = tuple(listeners)
         self.security = security if security is not None else ConnectionSecurity(CredentialStore())
         self.connections: set[KafkaConnection] = set()
         #: where connections read small requests (shared: they all run on one event loop)
@@ -688,7 +705,7 @@ class KafkaServer:
 
     @property
     def write_buffer_bytes(self) -> int:
-        return max(1, self.config.connection_write_buffer_bytes)  # a dynamic setting: read when used
+        return max(1, self.settings.connection_write_buffer_bytes)  # read when used
 
     def buffered_bytes(self) -> int:
         """Bytes held in the connections' user-space write buffers."""
@@ -701,7 +718,7 @@ class KafkaServer:
     def handed_off(self, nbytes: int) -> None:
         """``nbytes`` of queued responses left for the socket; wake connections waiting for budget."""
         self.queued_bytes -= nbytes
-        if self._budget_waiters and self.queued_bytes < self.config.queued_max_response_bytes:
+        if self._budget_waiters and self.queued_bytes < self.settings.queued_max_response_bytes:
             waiters = list(self._budget_waiters)
             self._budget_waiters.clear()
             loop = asyncio.get_running_loop()
@@ -714,7 +731,7 @@ class KafkaServer:
         self._budget_waiters.add(conn)
 
     def register(self, conn: KafkaConnection) -> bool:
-        if len(self.connections) >= self.config.max_connections:
+        if len(self.connections) >= self.settings.max_connections:
             return False
         self.connections.add(conn)
         self.dispatcher.metrics.connections.set(len(self.connections))
@@ -734,7 +751,7 @@ class KafkaServer:
                 kwargs: dict[str, Any] = {}
                 if listener.ssl_context is not None:
                     kwargs = {"ssl": listener.ssl_context,
-                              "ssl_handshake_timeout": self.config.ssl_handshake_timeout_ms / 1000}
+                              "ssl_handshake_timeout": self.settings.ssl_handshake_timeout_ms / 1000}
                 server = await loop.create_server(
                     lambda lst=listener: KafkaConnection(self, lst),  # type: ignore[misc]
                     listener.listener.bind_host, listener.listener.port, reuse_address=True, backlog=1024,
@@ -761,7 +778,7 @@ class KafkaServer:
         return bound
 
     async def _reap_idle(self) -> None:
-        idle_s = self.config.connections_max_idle_ms / 1000
+        idle_s = self.settings.connections_max_idle_ms / 1000
         while True:
             await asyncio.sleep(min(idle_s / 4, 30))
             cutoff = time.monotonic() - idle_s

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import start_http_server
 from prometheus_client.utils import floatToGoString
 
 from broker.cluster.internal_topics import is_internal_topic
+from protocol.records import COMPILED
 
 if TYPE_CHECKING:
     from broker.security.connection import AuthEvents
@@ -37,6 +38,8 @@ log = logging.getLogger("kbroker.metrics")
 MAX_LABELLED_TOPICS = 1000
 MAX_LABELLED_GROUPS = 1000
 OTHER = "__other__"
+#: the record codec this process runs: "compiled" (protocol/_crecords, built at install) or "python"
+RECORD_CODEC = "compiled" if COMPILED else "python"
 _LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
                     2.5, 5.0, 10.0, 30.0)
 
@@ -194,6 +197,9 @@ class BrokerMetrics:
         self.authorization_denials = Counter("kbroker_authorization_denials", "Requests or resources refused "
                                              "by the authorizer, by API and resource type",
                                              ["api", "resource_type"], registry=r)
+        self.record_codec = Info("kbroker_record_codec", "The record codec in use: compiled (built at install "
+                                 "with Cython) or python (the pure-Python fallback)", registry=r)
+        self.record_codec.info({"codec": RECORD_CODEC})
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}

@@ -11,7 +11,10 @@ handed to the replica fetchers, leaders serve Produce, Fetch and ListOffsets.
   purgatory until the high watermark passes the batch (or the ISR shrank below
   the minimum meanwhile: NOT_ENOUGH_REPLICAS_AFTER_APPEND; or the leadership
   moved: NOT_LEADER_OR_FOLLOWER; or ``timeout_ms``: REQUEST_TIMED_OUT).
-* **Fetch** from consumers reads up to the high watermark; from followers
+* **Fetch** from consumers reads up to the high watermark (KIP-392: with ``replica.selector.class``
+  the leader may send a consumer in another rack to an in-sync replica in its own —
+  ``preferred_read_replica`` — and followers serve consumers that send client metadata, up to
+  the high watermark they know); from followers
   (``replica_id`` / ``replica_state``) up to the log end, after checking their
   leader epoch and last fetched epoch (``diverging_epoch``), and records their
   progress — which may move the high watermark and grow the ISR.  Record data
@@ -44,6 +47,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster import reassignment
@@ -62,14 +66,13 @@ from broker.log.region import FileRegion, release_parts
 from broker.log.validation import RecordValidationError, check_keys, with_timestamp_errors
 from broker.replication.partition import Partition
 from broker.replication.purgatory import DelayedOperation, DelayedOperationPurgatory
-from broker.replication.quota import RateQuota, throttled
+from broker.replication.quota import UNLIMITED, RateQuota, throttled
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 from protocol.records import ZSTD, CorruptRecordError, parse_batch_header
 
 if TYPE_CHECKING:
     from broker.cluster.metadata import MetadataService
-    from broker.config.settings import BrokerConfig
     from broker.coordinator.txn.verifier import TxnVerifier
     from broker.log.manager import LogManager
     from broker.log.partition_log import AppendResult, PartitionLog, ReadResult
@@ -132,7 +135,8 @@ class DelayedFetch(DelayedOperation):
 
     def try_complete(self) -> bool:
         isolation = self.request.get("isolation_level", 0) or 0
-        if self.manager.available_bytes(self.parts, self.replica_id, isolation) >= self.min_bytes:
+        client = self.manager.client_metadata(self.version, self.request, self.replica_id)
+        if self.manager.available_bytes(self.parts, self.replica_id, isolation, client) >= self.min_bytes:
             return self.force_complete()
         return False
 
@@ -150,18 +154,21 @@ class DelayedFetch(DelayedOperation):
 class _ProduceWait:
     """One partition of a parked acks=all produce: done once the high watermark reaches ``required``."""
 
-    __slots__ = ("entry", "leader_epoch", "partition", "required")
+    __slots__ = ("entry", "leader_term", "partition", "required")
 
     def __init__(self, partition: Partition, required: int, entry: dict[str, Any]) -> None:
         self.partition = partition
         self.required = required
-        self.leader_epoch = partition.leader_epoch
+        self.leader_term = partition.leader_term
         self.entry = entry
 
     def status(self) -> int | None:
-        """The partition's answer if it has one now (None: still waiting)."""
+        """The partition's answer if it has one now (None: still waiting).  A leader-epoch bump that keeps
+        this broker leader (a reassignment completing) does not fail the wait: the appended batch is
+        still in the log, and commits when the high watermark passes it (as Kafka answers); only
+        losing the leadership does (the log may have been truncated since)."""
         p = self.partition
-        if not p.is_leader or p.leader_epoch != self.leader_epoch:
+        if not p.is_leader or p.leader_term != self.leader_term:
             return E.NOT_LEADER_OR_FOLLOWER
         if p.log.high_watermark >= self.required:
             if len(p.isr) < p.log.config.min_insync_replicas:
@@ -209,21 +216,42 @@ def produce_verification_error(code: int, produce_version: int) -> int:
     return code
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaSettings:
+    """What the replica manager reads of the broker settings (none of them dynamic)."""
+
+    #: ``replica.lag.time.max.ms``: a follower behind for this long leaves the ISR
+    lag_time_max_ms: int
+    #: ``fetch.purgatory.purge.interval.requests``
+    purge_interval_requests: int
+    #: ``fetch.max.bytes``: the most record data one Fetch response carries
+    fetch_max_bytes: int
+    #: ``message.max.decompressed.bytes``: the most a produced batch may inflate to when recompressed
+    max_decompressed_bytes: int
+    #: ``replica.selector.class`` (KIP-392): None/"" for leaders only
+    replica_selector: str | None = None
+    #: ``controlled.shutdown.timeout.ms``: how long a leadership handover waits for followers
+    handover_timeout_ms: int = 5000
+
+
 class ReplicaManager:
-    def __init__(self, *, local_id: int, config: BrokerConfig, logs: LogManager, metrics: BrokerMetrics,
-                 timer: WheelTimer, metadata: MetadataService, fetchers: ReplicaFetcherManager) -> None:
+    def __init__(self, *, local_id: int, settings: ReplicaSettings, logs: LogManager, metrics: BrokerMetrics,
+                 timer: WheelTimer, metadata: MetadataService, fetchers: ReplicaFetcherManager,
+                 leader_quota: RateQuota | None = None) -> None:
         self.local_id = local_id
-        self.config = config
+        self.settings = settings
         self.logs = logs
         self.metrics = metrics
         self.timer = timer
         self.metadata = metadata
         self.image: MetadataImage = metadata.image
         self.fetchers = fetchers
+        # a follower's new records (and high watermark) answer the consumer fetches parked on it (KIP-392)
+        fetchers.on_follower_progress = lambda p: self.fetch_purgatory.check_and_complete((p.topic, p.partition))
         self.partitions: dict[TopicPartition, Partition] = {}
         self._listeners: list[LeadershipListener] = []
         clock = lambda: int(timer.now_ms())  # noqa: E731
-        purge = config.fetch_purgatory_purge_interval_requests
+        purge = settings.purge_interval_requests
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", schedule=timer.call_at_ms, clock=clock,
                                                          purge_interval=purge)
         self.produce_purgatory = DelayedOperationPurgatory("produce", schedule=timer.call_at_ms, clock=clock,
@@ -235,9 +263,7 @@ class ReplicaManager:
         self._moving: dict[TopicPartition, asyncio.Task[int]] = {}
         self._alter_tasks: set[asyncio.Task[None]] = set()
         #: bytes sent to followers of throttled partitions (``leader.replication.throttled.rate``)
-        self.leader_quota = RateQuota(lambda: config.leader_replication_throttled_rate,
-                                      window_num=config.replication_quota_window_num,
-                                      window_s=config.replication_quota_window_size_seconds)
+        self.leader_quota = leader_quota if leader_quota is not None else RateQuota(lambda: UNLIMITED)
         #: checks transactional batches with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
 
@@ -363,7 +389,7 @@ class ReplicaManager:
 
     # -- ISR maintenance -------------------------------------------------------------
     async def _isr_loop(self) -> None:
-        interval = max(0.05, self.config.replica_lag_time_max_ms / 2000)
+        interval = max(0.05, self.settings.lag_time_max_ms / 2000)
         while True:
             await asyncio.sleep(interval)
             now = _now_ms()
@@ -378,7 +404,7 @@ class ReplicaManager:
         if partition.handing_over:
             return  # the handover writes the partition's last record from here
         epochs = self._broker_epochs()
-        new_isr = partition.isr_change(now, self.config.replica_lag_time_max_ms, epochs)
+        new_isr = partition.isr_change(now, self.settings.lag_time_max_ms, epochs)
         if new_isr is None:
             return
         partition.pending_isr = new_isr
@@ -451,7 +477,7 @@ class ReplicaManager:
                 done = reassignment.completed_record(self.image, q.record, leader=successor)
                 return done if done is not None else self._shutdown_record(q, successor)
 
-            task = asyncio.ensure_future(self._move_leadership(select, record, self.config.controlled_shutdown_timeout_ms
+            task = asyncio.ensure_future(self._move_leadership(select, record, self.settings.handover_timeout_ms
                                                                / 1000, "reassignment"))
             self._moving[tp] = task
             task.add_done_callback(lambda _t, tp=tp: self._moving.pop(tp, None))
@@ -678,7 +704,7 @@ class ReplicaManager:
                 return self._produce_error(partition, E.MESSAGE_TOO_LARGE,
                                            f"The request included a message larger than the max message size "
                                            f"the server will accept ({config.max_message_bytes} bytes).")
-            inflate = self.config.message_max_decompressed_bytes
+            inflate = self.settings.max_decompressed_bytes
             batch = recompress_for_topic(records, header, config.compression_type, max_decompressed_size=inflate,
                                          level=compression_level(config, target_codec(config.compression_type)))
             check_keys(batch, config, f"{topic}-{partition}", max_decompressed_size=inflate)
@@ -830,11 +856,16 @@ class ReplicaManager:
                     total += rec.size
         return total
 
-    def _fetchable(self, fp: _FetchPartition, replica_id: int) -> tuple[Partition | None, int]:
-        """The partition to read and the error to answer instead (NONE when readable)."""
+    def _fetchable(self, fp: _FetchPartition, replica_id: int,
+                   from_follower: bool = False) -> tuple[Partition | None, int]:
+        """The partition to read and the error to answer instead (NONE when readable).
+        ``from_follower``: a consumer that sent client metadata (Fetch v11+) may read a follower
+        (KIP-392), up to the high watermark the follower knows."""
         if fp.name is None:
             return None, E.UNKNOWN_TOPIC_ID
         p = self.partitions.get((fp.name, fp.partition))
+        if p is not None and from_follower and replica_id < 0 and not p.is_leader and p.leader >= 0:
+            return p, p.check_leader_epoch(fp.current_leader_epoch)
         if p is None or not p.is_leader:
             timg = self.image.topic(fp.name)
             if timg is None or not 0 <= fp.partition < timg.partition_count:
@@ -843,12 +874,17 @@ class ReplicaManager:
         code = p.check_leader_epoch(fp.current_leader_epoch)
         return p, code
 
-    def available_bytes(self, parts: list[_FetchPartition], replica_id: int, isolation: int = 0) -> int:
-        """Bytes a fetch would return now (errors and divergence count as 'ready': answered at once)."""
+    def available_bytes(self, parts: list[_FetchPartition], replica_id: int, isolation: int = 0,
+                        client: tuple[str, bool] | None = None) -> int:
+        """Bytes a fetch would return now (errors, divergence and a preferred read replica elsewhere
+        count as 'ready': answered at once).  ``client``: a consumer's rack and whether it sent client
+        metadata (Fetch v11+)."""
         total = 0
         for fp in parts:
-            p, code = self._fetchable(fp, replica_id)
+            p, code = self._fetchable(fp, replica_id, client is not None and client[1])
             if p is None or code != E.NONE:
+                return 1 << 30
+            if client is not None and self._preferred_read_replica(p, fp.fetch_offset, client[0]) != self.local_id:
                 return 1 << 30
             plog = p.log
             if fp.fetch_offset < plog.log_start_offset or fp.fetch_offset > plog.log_end_offset:
@@ -864,6 +900,35 @@ class ReplicaManager:
                 except LogError:
                     return 1 << 30
         return total
+
+    def client_metadata(self, version: int, req: Obj, replica_id: int) -> tuple[str, bool] | None:
+        """A consumer's rack and that it sent client metadata (Fetch v11+), which lets it read from
+        followers; None for followers and older consumers (leader only)."""
+        if replica_id >= 0 or version < 11:
+            return None
+        return req.get("rack_id") or "", True
+
+    def _preferred_read_replica(self, p: Partition, fetch_offset: int, rack: str) -> int:
+        """Where a consumer in ``rack`` should read ``p`` (Kafka's ``RackAwareReplicaSelector`` when
+        ``replica.selector.class`` names it): this broker unless it leads ``p`` and the leader is in
+        another rack while an in-sync replica in the consumer's rack has the offset — then the most
+        caught-up of those.  A follower always serves what it is asked (it was chosen)."""
+        if not p.is_leader or not rack or not self.settings.replica_selector:
+            return self.local_id
+        image = self.image
+        leader_rack = image.brokers[self.local_id].rack if self.local_id in image.brokers else None
+        if leader_rack == rack:
+            return self.local_id
+        best, best_end = self.local_id, -1
+        for r in p.isr:
+            state = p.followers.get(r)
+            reg = image.brokers.get(r)
+            if (r == self.local_id or state is None or reg is None or reg.rack != rack
+                    or not p.log.log_start_offset <= fetch_offset <= state.log_end_offset):
+                continue
+            if state.log_end_offset > best_end:
+                best, best_end = r, state.log_end_offset
+        return best
 
     def _held_back(self, p: Partition, replica_id: int) -> bool:
         """A follower's fetch of a throttled partition while the leader's quota is exceeded and the
@@ -889,8 +954,9 @@ class ReplicaManager:
                    replica_id: int = -1, listener: str | None = None) -> tuple[Obj, bool]:
         """Read every requested partition now.  Returns (response body, must-answer-now); leaders moved
         elsewhere are named with their address on ``listener`` (the one the client came in on)."""
-        remaining = max(0, min(req.max_bytes, self.config.fetch_max_bytes))
+        remaining = max(0, min(req.max_bytes, self.settings.fetch_max_bytes))
         isolation = req.get("isolation_level", 0) or 0
+        client = self.client_metadata(version, req, replica_id)
         min_one = True
         urgent = False
         topics: list[dict[str, Any]] = []
@@ -906,7 +972,7 @@ class ReplicaManager:
                                      "last_stable_offset": -1, "log_start_offset": -1,
                                      "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             tentry["partitions"].append(entry)
-            p, code = self._fetchable(fp, replica_id)
+            p, code = self._fetchable(fp, replica_id, client is not None and client[1])
             if code == E.UNKNOWN_TOPIC_OR_PARTITION and version >= 13:
                 code = E.UNKNOWN_TOPIC_ID
             if code != E.NONE or p is None:
@@ -930,6 +996,12 @@ class ReplicaManager:
                     continue
                 if self._held_back(p, replica_id):
                     continue  # throttled: no data this time (the follower's fetch waits in purgatory)
+            elif client is not None:
+                preferred = self._preferred_read_replica(p, fp.fetch_offset, client[0])
+                if preferred != self.local_id:
+                    entry["preferred_read_replica"] = preferred  # KIP-392: read there, nothing here
+                    urgent = True
+                    continue
             limit_offset = self._fetch_limit(plog, replica_id, isolation)
             try:
                 result = plog.read(fp.fetch_offset, min(fp.max_bytes, remaining), min_one, max_offset=limit_offset)

@@ -157,7 +157,8 @@ def new_authorizer(config: BrokerConfig) -> Authorizer:
 
 
 def check_security_settings(config: BrokerConfig) -> None:
-    """Every check of the security settings; ValueError naming the setting."""
+    """Every cross-check of the security settings; ValueError naming the setting.  (The bounds of
+    single settings are their declarations' validators, :mod:`broker.config.settings`.)"""
     listeners = configured_listeners(config)
     advertised_endpoints(config, {})
     if any(lst.uses_tls for lst in listeners):
@@ -166,12 +167,6 @@ def check_security_settings(config: BrokerConfig) -> None:
         raise ValueError(f"ssl.client.auth: expected none, requested or required, got {config.ssl_client_auth!r}")
     enabled = sasl_config(config).enabled_mechanisms
     parse_super_users(config.super_users)
-    if config.connection_failed_authentication_delay_ms < 0:
-        raise ValueError("connection.failed.authentication.delay.ms must not be negative")
-    if config.ssl_handshake_timeout_ms <= 0:
-        raise ValueError("ssl.handshake.timeout.ms must be positive")
-    if config.authorizer_cache_entries < 1:
-        raise ValueError("authorizer.cache.entries must be at least 1")
     if config.sasl_users_file:
         load_users_file(config.sasl_users_file)
     name = inter_broker_listener_name(config)

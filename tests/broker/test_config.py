@@ -1,8 +1,10 @@
-"""Broker settings: unknown keys are refused from every source, values must parse, and the set of
-known keys is the dataclass's fields (so settings added later are known at once)."""
+"""Broker settings: unknown keys are refused from every source, values must parse, the set of known
+keys is the dataclass's fields (so settings added later are known at once), every setting is declared
+completely, and the configuration package imports nothing of the broker above it."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import subprocess
 import sys
@@ -10,16 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from broker.config import docs
+from broker.config.declare import Dynamic, Group
+from broker.config.loader import ConfigError, from_env, from_mapping, from_toml
 from broker.config.settings import (
+    DYNAMIC_ONLY,
+    FIELD_SETTINGS,
     NON_SETTING_ENV,
+    SETTINGS,
+    TOPIC_SYNONYMS,
     BrokerConfig,
-    ConfigError,
-    from_env,
-    from_mapping,
-    from_toml,
     known_settings,
-    load,
 )
+from broker.core import check_config, group_settings
+from broker.core import load_config as load
+from broker.log.config import TOPIC_CONFIGS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -145,16 +152,54 @@ def test_python_m_broker_prints_one_line_and_exits_2(tmp_path: Path) -> None:
     ({"group.consumer.max.size": "0"}, "group.consumer.max.size must be at least 1"),
 ])
 def test_consumer_group_settings_are_checked_like_kafka(settings: dict[str, str], message: str) -> None:
-    from broker.config.settings import from_mapping, validate
-
     with pytest.raises(ConfigError, match=message):
-        validate(from_mapping(settings))
+        check_config(from_mapping(settings))
 
 
 def test_consumer_group_settings_reach_the_coordinator() -> None:
-    from broker.config.settings import consumer_group_assignors, from_mapping, validate
-
     config = from_mapping({"group.consumer.assignors": "range, uniform", "group.consumer.heartbeat.interval.ms": "6000"})
-    validate(config)
-    assert consumer_group_assignors(config) == ("range", "uniform")
+    check_config(config)
+    assert group_settings(config).consumer.assignors == ("range", "uniform")
     assert config.group_consumer_heartbeat_interval_ms == 6000 and config.group_consumer_session_timeout_ms == 45_000
+
+
+def test_every_setting_is_declared_completely() -> None:
+    for s in SETTINGS.values():
+        assert s.doc.endswith(".") and len(s.doc) > 15, s.name
+        assert s.plain_doc and "`" not in s.plain_doc
+        if s.attr is not None:
+            assert s.default == getattr(BrokerConfig(), s.attr), s.name
+    # a broker-level default of a topic config has that config's type (what DescribeConfigs reports for both)
+    for topic, synonyms in TOPIC_SYNONYMS.items():
+        assert topic in TOPIC_CONFIGS
+        for name, _ in synonyms:
+            assert SETTINGS[name].type == TOPIC_CONFIGS[topic].type, name
+    # dynamic-only configs are no static settings: refused in --set like any unknown key
+    for s in DYNAMIC_ONLY:
+        assert s.dynamic is Dynamic.STORED and s.attr is None
+        with pytest.raises(ConfigError, match="unknown setting"):
+            from_mapping({s.name: "1"})
+    assert [s.name for s in FIELD_SETTINGS if s.sensitive] == ["ssl.keyfile.password", "inter.broker.sasl.password"]
+
+
+def test_the_configuration_package_imports_only_the_standard_library_and_protocol() -> None:
+    """broker.config sits at the bottom of the broker: nothing of the broker above it (see its docstring)."""
+    allowed = set(sys.stdlib_module_names) | {"protocol", "broker"}
+    for path in sorted((REPO / "broker" / "config").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            for name in names:
+                assert name.split(".")[0] in allowed, (path.name, name)
+                if name.startswith("broker"):
+                    assert name == "broker.config" or name.startswith("broker.config."), (path.name, name)
+
+
+def test_the_readme_settings_tables_are_written_from_the_declarations() -> None:
+    """README.md's settings tables are what ``python -m broker.config.docs`` writes (run it after changing a
+    declaration); every group of settings has exactly one table."""
+    text = (REPO / "README.md").read_text()
+    assert docs.update(text) == text, "README.md's settings tables are stale: run python -m broker.config.docs"
+    shown = [group for region in docs.regions(text) for group in region]
+    assert sorted(shown, key=lambda g: g.name) == sorted(Group, key=lambda g: g.name)
+    assert docs.main(["--check"]) == 0

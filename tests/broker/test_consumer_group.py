@@ -11,6 +11,7 @@ import pytest
 from broker.coordinator.group import GroupConfig, GroupCoordinator
 from broker.coordinator.group.assignors import assign_range, assign_uniform
 from broker.coordinator.group.consumer_group import ConsumerGroupConfig
+from broker.coordinator.group.partitioning import coordinator_partition
 from protocol.error_codes import ErrorCode as E
 
 HB = 68
@@ -396,6 +397,27 @@ def test_offset_commit_and_fetch_check_the_member_epoch() -> None:
     assert "g" not in s.c.groups  # no "simple" classic group next to the consumer group
 
 
+def test_committed_transactional_offsets_of_a_consumer_group_make_no_classic_group() -> None:
+    """The COMMIT marker applies a consumer group's transactional offsets as a load replays them: no
+    "simple" classic group appears next to the consumer group (ListGroups names the group once)."""
+    s = Shard(Topics(t=2))
+    Client(s, "a", ["t"]).beat()
+    resp = s.call(28, 3, {"transactional_id": "tx", "group_id": "g", "producer_id": 7, "producer_epoch": 0,
+                          "generation_id": -1, "member_id": "", "group_instance_id": None, "topics": [
+                              {"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 3,
+                                                            "committed_leader_epoch": -1,
+                                                            "committed_metadata": ""}]}]})
+    assert resp["topics"][0]["partitions"][0]["error_code"] == E.NONE
+    s.tokens += 1
+    partition = coordinator_partition("g", s.config.offsets_topic_num_partitions)
+    replies = s.run(s.c.complete_transaction(s.now, partition, 7, 0, True, 0, s.tokens))
+    assert replies[s.tokens] == {"error_code": E.NONE}
+    assert s.c.offsets["g"][("t", 1)].offset == 3
+    assert "g" not in s.c.groups
+    listed = s.call(16, 5, {"states_filter": [], "types_filter": []})["groups"]
+    assert [(g["group_id"], g["group_type"]) for g in listed] == [("g", "consumer")]
+
+
 def test_classic_and_consumer_groups_cannot_share_an_id() -> None:
     s = Shard(Topics(t=2), session_timeout_ms=60_000)
     Client(s, "a", ["t"]).beat()
@@ -548,6 +570,26 @@ def test_a_failed_write_keeps_what_later_writes_still_carry() -> None:
     assert set(s.group().members) == {"a", "c"}
     s.commit_next()
     assert _snapshot(_reloaded(s)) == _snapshot(s.group())
+
+
+def test_offsets_committed_while_the_group_was_made_keep_a_group_when_that_write_fails() -> None:
+    """An admin commit lands while the first heartbeat's records (the consumer group) are in flight; that
+    write fails and the consumer group goes: the committed offsets keep a "simple" group, as a reload has."""
+    s = HeldShard(Topics(t=2))
+    s.tokens += 1
+    s.run(s.c.handle(8, s.now, 8, {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+                                   "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                                       {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+                                        "committed_metadata": ""}]}]}, s.tokens))
+    s.send("a", 0, topics=["t"])
+    s.commit_next()  # the offsets: the consumer group holds the id, no simple group is made
+    s.fail_next()    # the consumer group's records
+    assert "g" not in s.c.consumer.groups and s.c.offsets["g"][("t", 0)].offset == 5
+    again = GroupCoordinator(s.config, now_ms=s.now, topics=s.topics)
+    for key, value in s.records:
+        again.load(0, key, value)
+    again.complete_load(s.now)
+    assert set(again.groups) == set(s.c.groups) == {"g"}
 
 
 def test_a_failed_deletion_brings_the_empty_group_back() -> None:

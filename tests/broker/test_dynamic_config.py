@@ -14,16 +14,16 @@ from broker.config.dynamic import (
     STATIC_BROKER_CONFIG,
     DynamicBrokerConfig,
     DynamicConfigError,
-    broker_log_defaults,
 )
-from broker.config.settings import DYNAMIC_SETTINGS, BrokerConfig
+from broker.config.settings import DYNAMIC_SETTINGS, BrokerConfig, broker_log_defaults
+from broker.core import CONFIG_CHECKS
 
 INVALID_REQUEST = 42
 
 
 def make(**static: object) -> tuple[DynamicBrokerConfig, BrokerConfig]:
     live = BrokerConfig(**static)  # type: ignore[arg-type]
-    return DynamicBrokerConfig(live, live), live
+    return DynamicBrokerConfig(live, live, checks=CONFIG_CHECKS), live
 
 
 @pytest.mark.parametrize("layer,message", [

@@ -55,24 +55,34 @@ def test_kafka_python_group_rebalances_commits_and_deletes(caplog: pytest.LogCap
         for t in threads:
             t.start()
             time.sleep(0.3)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if (len(assignment) == 3 and all(assignment.values())
-                    and sorted(p for ps in assignment.values() for p in ps) == [0, 1, 2, 3]
-                    and sum(consumed.values()) >= 40):
-                break
-            time.sleep(0.2)
-        try:
-            assert sorted(p for ps in assignment.values() for p in ps) == [0, 1, 2, 3], assignment
+        seen: dict[str, Any] = {}
+
+        def settled() -> bool:
+            """The group is stable with all three members, together they hold every partition, and
+            every record's offset is committed (a rebalance may still be running before that)."""
+            seen["assignment"] = sorted(p for ps in assignment.values() for p in ps)
             described = admin.describe_groups(["g1"])["g1"]
-            assert described["group_state"] == "Stable" and len(described["members"]) == 3
+            seen["state"], seen["members"] = described["group_state"], len(described["members"])
             offsets = admin.list_group_offsets("g1")["g1"]
-            assert {tp.partition: om.offset for tp, om in offsets.items()} == {0: 10, 1: 10, 2: 10, 3: 10}
+            seen["offsets"] = {tp.partition: om.offset for tp, om in offsets.items()}
+            return (len(assignment) == 3 and seen["assignment"] == [0, 1, 2, 3] and seen["state"] == "Stable"
+                    and seen["members"] == 3 and seen["offsets"] == {0: 10, 1: 10, 2: 10, 3: 10})
+
+        try:
+            deadline = time.monotonic() + 60
+            while not settled() and time.monotonic() < deadline and not errors:
+                time.sleep(0.2)
+            assert seen["assignment"] == [0, 1, 2, 3], seen
+            assert (seen["state"], seen["members"]) == ("Stable", 3), seen
+            assert seen["offsets"] == {0: 10, 1: 10, 2: 10, 3: 10}, seen
         finally:
             stop.set()
             for t in threads:
                 t.join(30)
         assert not errors, errors
+        deadline = time.monotonic() + 30  # the members' LeaveGroups may still be landing
+        while admin.describe_groups(["g1"])["g1"]["group_state"] != "Empty" and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert admin.describe_groups(["g1"])["g1"]["group_state"] == "Empty"
         assert admin.delete_groups(["g1"]) == {"g1": "OK"}
         assert admin.list_groups() == []

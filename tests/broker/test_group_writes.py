@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from test_group_harness import Harness
 
-from broker.coordinator.group import GroupCoordinator, commit_error, group_write_error
+from broker.coordinator.group import GroupCoordinator, commit_error, coordinator_partition, group_write_error
 from protocol.error_codes import ErrorCode as E
 
 
@@ -66,7 +66,10 @@ def test_failed_commit_changes_nothing_and_answers_the_mapped_error() -> None:
     assert commit_errors(h, t) == {("t", 0): E.NOT_COORDINATOR, ("t", 1): E.OFFSET_METADATA_TOO_LARGE}
     assert fetch(h, "solo", ("t", 0)) == {("t", 0): -1}
     assert "solo" not in h.c.groups and "solo" not in h.c.offsets and not h.records
-    assert h.c.writes_in_flight() == 0 and not h.c._pending_offsets
+    assert h.c.writes_in_flight() == 0
+    # no offset change is left pending: the group has nothing to delete
+    deleted = h.reply(h.call("delete", 2, {"groups_names": ["solo"]}))
+    assert deleted["results"][0]["error_code"] == E.GROUP_ID_NOT_FOUND
 
 
 def test_failed_commit_keeps_the_previous_offset_of_a_live_group() -> None:
@@ -146,7 +149,7 @@ def test_a_failed_write_does_not_undo_a_later_one() -> None:
 def test_partitions_complete_independently() -> None:
     h = Harness(auto_commit=False)
     groups = ["a", "b", "c", "d", "e"]
-    parts = {g: h.c._partition(g) for g in groups}
+    parts = {g: coordinator_partition(g, h.config.offsets_topic_num_partitions) for g in groups}
     x, y = next((g1, g2) for g1 in groups for g2 in groups if parts[g1] != parts[g2])
     tx = commit_token(h, x, {("t", 0): (1, "")})
     ty = commit_token(h, y, {("t", 0): (2, "")})
@@ -270,12 +273,32 @@ def test_failed_deletion_keeps_the_group_and_its_offsets() -> None:
     assert h.reply(h.call("delete", 2, {"groups_names": ["solo"]}))["results"][0]["error_code"] == E.NONE
 
 
+def test_a_deletion_behind_the_first_offset_commit_leaves_no_group() -> None:
+    """DeleteGroups while the group's first commit is in flight (no group yet, its offsets pending): the
+    commit then makes a "simple" group, and the deletion's tombstone, after it in the log, removes it —
+    live as a reload does."""
+    h = Harness(auto_commit=False)
+    commit_token(h, "solo", {("t", 0): (5, "")})
+    t = h.call("delete", 2, {"groups_names": ["solo"]})
+    assert h.reply(t) is None and len(h.inflight) == 2
+    h.commit_write()
+    assert h.state("solo") == "Empty"  # the commit made the simple group
+    fx = h.commit_write()
+    assert h.reply(t)["results"] == [{"group_id": "solo", "error_code": E.NONE}]
+    assert fx.removed_groups == ["solo"]
+    assert "solo" not in h.c.groups and "solo" not in h.c.offsets
+    fresh = GroupCoordinator(h.config, now_ms=h.now)
+    for partition, key, value in h.records:
+        fresh.load(partition, key, value)
+    assert "solo" not in fresh.groups
+
+
 def test_deletion_across_partitions_answers_once_all_writes_completed() -> None:
     h = Harness()
     groups = ["a", "b", "c", "d", "e", "f"]
     by_part: dict[int, str] = {}
     for g in groups:
-        by_part.setdefault(h.c._partition(g), g)
+        by_part.setdefault(coordinator_partition(g, h.config.offsets_topic_num_partitions), g)
     x, y = list(by_part.values())[:2]
     h.commit(x, {("t", 0): (1, "")})
     h.commit(y, {("t", 0): (1, "")})

@@ -42,6 +42,8 @@ def test_a_broker_lost_for_good_is_replaced_by_a_new_one(cluster: KBrokerCluster
     stream = Stream(cluster.bootstrap_servers, "replace", 4, acks="all", idempotent=True).start()
     wait_for(lambda: len(stream.acked) > 200, "the producer to get going")
     cluster.kill(3)  # the machine is gone
+    wait_for(lambda: (md := cluster_admin(cluster).list_topics(timeout=5)).controller_id not in (-1, 3)
+             and 3 not in md.brokers, "the cluster to notice broker 3 is gone")
     cluster.add_broker(4)
     plan = {}
     for topic in ("replace", "__consumer_offsets"):
@@ -107,13 +109,15 @@ def set_configs(cluster: KBrokerCluster, topic: str, topic_configs: dict[str, st
     """Throttle a reassignment as Kafka's tool does: the topic's throttled replicas, and the rates on the
     brokers involved (None removes them)."""
     from confluent_kafka.admin import (
+        AdminClient,
         AlterConfigOpType,
         ConfigEntry,
         ConfigResource,
         ResourceType,
     )
 
-    client = cluster_admin(cluster)
+    # generous timeouts: a loaded machine may take seconds to answer while the copy runs
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "socket.timeout.ms": 30_000})
     op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
     resources = [ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET if v else AlterConfigOpType.DELETE)
@@ -123,8 +127,8 @@ def set_configs(cluster: KBrokerCluster, topic: str, topic_configs: dict[str, st
             ConfigEntry(name, str(rate or ""), incremental_operation=op)
             for name in ("leader.replication.throttled.rate", "follower.replication.throttled.rate")]))
     for resource in resources:  # confluent-kafka takes one broker resource per call
-        for future in client.incremental_alter_configs([resource]).values():
-            future.result(30)
+        for future in client.incremental_alter_configs([resource], request_timeout=30).values():
+            future.result(60)
 
 
 def cluster_admin(cluster: KBrokerCluster):  # type: ignore[no-untyped-def]
@@ -195,3 +199,21 @@ def test_a_throttled_reassignment_moves_at_about_the_rate_and_survives_kill_9_of
              "both replicas to hold the same bytes")
     set_configs(cluster, "slow", {"leader.replication.throttled.replicas": "",
                                   "follower.replication.throttled.replicas": ""}, None, [source, new])
+
+
+def test_node_add_autobalancing_gives_a_new_broker_its_share(tmp_path: Path) -> None:
+    from peers import require_etcd
+
+    require_etcd()
+    with KBrokerCluster(3, tmp_path / "c", settings={"partition.autobalancer.mode": "node_add"}) as c:
+        create_topic(c, "spread", partitions=6, rf=2)
+        c.add_broker(4)
+        wait_for(lambda: sum(4 in replicas(c, "spread", p) for p in range(6)) >= 3, "broker 4 to get its share",
+                 timeout=120)
+        admin = kafka_admin(c)
+        try:
+            wait_for(lambda: not admin.list_partition_reassignments(), "the moves to complete", timeout=120)
+        finally:
+            admin.close()
+        counts = {b: sum(b in replicas(c, "spread", p) for p in range(6)) for b in (1, 2, 3, 4)}
+        assert sorted(counts.values()) == [3, 3, 3, 3], counts

@@ -17,7 +17,7 @@ from peers import require_etcd
 
 from broker.cluster.etcd_kv import EndpointRing, EtcdKV
 from broker.cluster.kv import Get, KVUnavailableError, Put
-from broker.config.settings import ConfigError, from_mapping, validate
+from broker.config.loader import ConfigError, from_mapping, validate
 from broker.testing.harness import EtcdCluster, EtcdServer, free_port
 
 _ns = itertools.count()

@@ -154,3 +154,26 @@ def test_raising_the_replication_factor_waits_for_the_new_replicas() -> None:
     join_isr(image, 3)
     [change] = decide(image, ControllerSettings())
     assert change.record.replicas == (1, 2, 3) and change.record.leader_epoch == 3  # nothing dropped
+
+
+def test_node_add_gives_a_broker_that_joins_its_share() -> None:
+    from broker.cluster.controller import node_add_moves
+
+    image = MetadataImage()
+    for b in (1, 2, 3):
+        put(image, broker_key(b), BrokerRegistration(b, (Endpoint("PLAINTEXT", "h", 9000 + b),)).encode())
+    assignment = [(1, 2), (2, 3), (3, 1), (1, 3), (2, 1), (3, 2)]
+    put(image, topic_key("t"), TopicRecord("t", uuid.uuid4(), tuple(assignment)).encode())
+    for i, replicas in enumerate(assignment):
+        put(image, partition_key("t", i), PartitionRecord(replicas[0], 0, replicas, 0, (), replicas).encode())
+    off = ControllerSettings()
+    on = ControllerSettings(autobalancer_mode="node_add")
+    assert node_add_moves(image, on) == []  # every broker holds replicas: nothing to do
+    put(image, broker_key(4), BrokerRegistration(4, (Endpoint("PLAINTEXT", "h", 9004),)).encode())
+    assert node_add_moves(image, off) == []
+    changes = node_add_moves(image, on)
+    targets = [c.record.target for c in changes]
+    assert sum(4 in t for t in targets) == 3  # 12 replicas over 4 brokers
+    for c in changes:
+        put(image, partition_key(c.topic, c.partition), c.record.encode())
+    assert node_add_moves(image, on) == []  # reassignments running (and broker 4 holds replicas now)

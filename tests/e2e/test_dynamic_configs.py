@@ -126,6 +126,61 @@ def test_topic_and_broker_configs_apply_at_once_and_survive_sigkill(broker: Brok
     assert (node.value, node.source, node.is_read_only) == ("3000", 3, False)
 
 
+def test_broker_configs_are_described_by_their_declarations(broker: BrokerProcess) -> None:
+    """DescribeConfigs v4 of a broker: each setting's type, whether it may change and (when asked) its
+    documentation come from its declaration."""
+    from broker.config.settings import SETTINGS
+
+    def entries(c: Any, include_documentation: bool) -> dict[str, Any]:
+        resp = c.request(ApiKey.DESCRIBE_CONFIGS, 4, {
+            "resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": None}],
+            "include_synonyms": False, "include_documentation": include_documentation})
+        return {e.name: e for e in resp.results[0].configs}
+
+    with broker.raw() as c:
+        documented = entries(c, True)
+        plain = entries(c, False)
+    retention = documented["log.retention.ms"]
+    assert retention.documentation == SETTINGS["log.retention.ms"].plain_doc
+    assert (retention.config_type, retention.read_only) == (5, False)  # LONG, dynamic
+    assert (documented["log.cleanup.policy"].config_type, documented["port"].config_type) == (7, 3)  # LIST, INT
+    assert documented["port"].read_only and documented["port"].documentation
+    assert documented["broker.id"].documentation is None  # Kafka's name of node.id, not a setting here
+    assert set(plain) == set(documented) and all(e.documentation is None for e in plain.values())
+
+
+def test_a_dynamic_connection_limit_applies_to_the_next_connection(broker: BrokerProcess) -> None:
+    """``max.connections`` changed at run time reaches the network edge (it is given new settings):
+    set, further connections are closed as they arrive; deleted, they are served again."""
+
+    def alter(c: Any, operation: int, value: str | None) -> int:
+        resp = c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"validate_only": False, "resources": [
+            {"resource_type": 4, "resource_name": "1",
+             "configs": [{"name": "max.connections", "config_operation": operation, "value": value}]}]})
+        return resp.responses[0].error_code
+
+    def served() -> bool:
+        try:
+            with broker.raw(timeout=10) as probe:
+                probe.request(ApiKey.API_VERSIONS, 0, {})
+            return True
+        except OSError:  # closed (EOF, reset) as it arrived
+            return False
+
+    def wait_until(expected: bool) -> None:
+        deadline = time.monotonic() + 30
+        while served() != expected:
+            assert time.monotonic() < deadline, f"a new connection is still {'not ' if expected else ''}served"
+            time.sleep(0.1)
+
+    with broker.raw() as held:
+        assert served()
+        assert alter(held, 0, "1") == 0  # SET: only the connection held here
+        wait_until(False)
+        assert alter(held, 1, None) == 0  # DELETE: the static limit again
+        wait_until(True)
+
+
 def test_retention_change_applies_to_a_live_topic(broker: BrokerProcess) -> None:
     bootstrap = broker.bootstrap_servers
     from confluent_kafka.admin import NewTopic

@@ -15,7 +15,7 @@ from kbroker_cli.main import HANDLERS, main
 #: the pinned command groups and their commands, in the order the help lists them
 PINNED: dict[str, list[str]] = {
     "topics": ["list", "create", "describe", "delete"],
-    "cluster": ["describe"],
+    "cluster": ["describe", "reassign", "decommission", "rebalance"],
     "groups": ["list", "describe", "delete"],
     "configs": ["describe", "alter"],
     "transactions": ["list", "describe"],

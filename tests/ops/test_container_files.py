@@ -1,9 +1,10 @@
-"""Dockerfile, docker-compose.yml and the Prometheus config, checked structurally.
+"""Dockerfile, the compose files and the Prometheus configs, checked structurally (no engine, fast).
 
-No Docker engine exists on the build machines, so these tests read the files: the image is a
-slim Python running ``python -m broker`` as a non-root user with a data volume and a
-healthcheck; every file the build copies and every path, module and flag compose names exists;
-every ``KBROKER_*`` variable is a real :class:`~broker.config.settings.BrokerConfig` setting.
+The image is a slim Python running ``python -m broker`` as a non-root user with a data volume and
+a healthcheck, its compiled record codec built in a build stage; every file the build copies and
+every path, module and flag compose names exists; every ``KBROKER_*`` variable is a real
+:class:`~broker.config.settings.BrokerConfig` setting; the host-network override puts every service on
+127.0.0.1.  ``tests/container`` builds and runs all of it with podman.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from pathlib import Path
 import pytest
 from mini_yaml import loads as load_yaml
 
-from broker.config.settings import ENV_PREFIX, BrokerConfig, from_env, load
+from broker.config.loader import from_env
+from broker.config.settings import ENV_PREFIX, BrokerConfig
+from broker.core import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {f.name for f in dataclasses.fields(BrokerConfig) if f.name != "extra"}
@@ -66,10 +69,31 @@ def env_pairs(args: str) -> dict[str, str]:
     return dict(t.split("=", 1) for t in tokens)
 
 
+def stages(instructions: list[tuple[str, str]]) -> list[tuple[str | None, list[tuple[str, str]]]]:
+    """``(stage name or None, its instructions)`` per ``FROM``, in order (the last one is the default target)."""
+    out: list[tuple[str | None, list[tuple[str, str]]]] = []
+    for op, args in instructions:
+        if op == "FROM":
+            match = re.match(r"(\S+)(?:\s+AS\s+(\S+))?$", args, re.I)
+            assert match, args
+            out.append((match.group(2), [(op, args)]))
+        else:
+            assert out, f"{op} before FROM"
+            out[-1][1].append((op, args))
+    return out
+
+
 def check_copies(instructions: list[tuple[str, str]], context: Path) -> list[str]:
     sources: list[str] = []
+    stage_names: set[str] = set()
     for op, args in instructions:
+        if op == "FROM" and re.search(r"\sAS\s", args, re.I):
+            stage_names.add(args.split()[-1])
         if op not in ("COPY", "ADD"):
+            continue
+        from_stage = re.search(r"--from=(\S+)", args)
+        if from_stage:  # out of an earlier stage, not the build context
+            assert from_stage.group(1) in stage_names, f"{op} {args}: no earlier stage {from_stage.group(1)!r}"
             continue
         parts = exec_form(args) or [p for p in shlex.split(args) if not p.startswith("--")]
         assert len(parts) >= 2, args
@@ -141,6 +165,21 @@ def test_broker_image_base_user_volume_healthcheck_entrypoint(dockerfile):
     assert {env["KBROKER_PORT"], env["KBROKER_METRICS_PORT"]} <= exposed
 
 
+def test_broker_image_builds_the_compiled_codec_and_ships_no_compiler(dockerfile):
+    """A build stage with a C compiler makes the wheels (the compiled record codec's included); the
+    runtime stage installs only those wheels, has no compiler, and refuses to build without the codec."""
+    *earlier, (_, runtime) = stages(dockerfile)
+    builders = [name for name, body in earlier
+                if any(op == "RUN" and re.search(r"apt-get install .*\bgcc\b", args) for op, args in body)]
+    assert builders, "no build stage installs a C compiler"
+    assert any(op == "RUN" and "pip wheel" in args for name, body in earlier if name in builders for op, args in body)
+    runtime_runs = " ".join(args for op, args in runtime if op == "RUN")
+    assert not re.search(r"\b(gcc|g\+\+|clang|build-essential|cython)\b", runtime_runs, re.I), runtime_runs
+    assert re.search(rf"--mount=type=bind,from=({'|'.join(builders)})\b", runtime_runs)
+    assert "--no-index" in runtime_runs  # the wheels and nothing else
+    assert "r.COMPILED" in runtime_runs  # the build fails when the codec is not in use
+
+
 def test_broker_image_env_maps_to_broker_config(dockerfile):
     env: dict[str, str] = {}
     for op, args in dockerfile:
@@ -150,7 +189,7 @@ def test_broker_image_env_maps_to_broker_config(dockerfile):
     assert kbroker_env, "the image sets no KBROKER_* settings"
     for key in kbroker_env:
         assert key[len(ENV_PREFIX):].lower() in FIELDS, f"{key} is not a BrokerConfig setting"
-    config = load([], environ=kbroker_env)
+    config = load_config([], environ=kbroker_env)
     assert (config.host, config.port, config.data_dir) == ("0.0.0.0", int(env["KBROKER_PORT"]), "/data")
     assert config.metrics_port == int(env["KBROKER_METRICS_PORT"])
     assert config.metrics_host == "0.0.0.0"
@@ -236,7 +275,15 @@ def test_compose_builds_and_mounts_exist(compose):
             assert previous == _build(service), f"{name}: image {service['image']} built two ways"
 
 
-def test_compose_broker_env_and_ports(compose):
+@pytest.fixture(scope="module")
+def compose_ports() -> dict:
+    """docker-compose.override.yml: the published ports, which `docker compose` reads with docker-compose.yml."""
+    data = load_yaml((ROOT / "docker-compose.override.yml").read_text())
+    assert isinstance(data, dict) and set(data) == {"services"}
+    return data["services"]
+
+
+def test_compose_broker_env_and_ports(compose, compose_ports):
     broker = compose["services"]["broker"]
     env = _env(broker)
     for key in env:
@@ -244,7 +291,7 @@ def test_compose_broker_env_and_ports(compose):
         assert key[len(ENV_PREFIX):].lower() in FIELDS, f"{key} is not a BrokerConfig setting"
     config = from_env(env)
     assert config.host == "0.0.0.0" and config.data_dir == "/data"
-    published = {p.split(":")[-1] for p in broker.get("ports", [])}
+    published = {p.split(":")[-1] for p in compose_ports["broker"].get("ports", [])}
     assert {str(config.port), str(config.metrics_port)} <= published
     # the advertised listener names this container on the compose network
     adv_host, adv_port = config.advertised_host_port
@@ -318,12 +365,13 @@ def test_compose_python_commands_exist_with_their_flags(compose):
 def test_spark_image_runs_the_jobs(compose):
     service = compose["services"]["spark-export"]
     _, dockerfile = _build(service)
-    instructions = dockerfile_instructions(dockerfile)
+    target = service["build"]["target"]
+    (instructions,) = [body for name, body in stages(dockerfile_instructions(dockerfile)) if name == target]
     froms = [args for op, args in instructions if op == "FROM"]
     assert froms and re.match(r"python:3\.1[1-9]", froms[-1])
     runs = " ".join(args for op, args in instructions if op == "RUN")
     assert re.search(r"openjdk-(1[7-9]|2\d)-jre", runs), "PySpark 4 needs Java 17+"
-    assert '.[spark]' in runs
+    assert '"kbroker[spark]"' in runs and "r.COMPILED" in runs
     cmd = [exec_form(args) for op, args in instructions if op == "CMD"]
     if cmd and cmd[-1] and cmd[-1][:2] == ["python", "-m"]:
         _module_parser(cmd[-1][2])
@@ -337,3 +385,68 @@ def test_parsers_used_here_understand_the_files():
         load_yaml("a: &anchor 1\n")
     tree = ast.parse((ROOT / "broker" / "__main__.py").read_text())
     assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body)
+
+
+# -- the compose override files ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose_host() -> dict:
+    """docker-compose.host.yml: every service on the host's network (machines without bridge networks)."""
+    data = load_yaml((ROOT / "docker-compose.host.yml").read_text())
+    assert isinstance(data, dict) and set(data) == {"services"}
+    return data["services"]
+
+
+def test_compose_publishes_ports_only_in_the_override_file(compose, compose_ports):
+    """Host networking cannot publish ports, so docker-compose.yml publishes none: `docker compose`
+    adds docker-compose.override.yml's by itself, and -f ... -f docker-compose.host.yml leaves them out."""
+    for name, service in compose["services"].items():
+        assert "ports" not in service, f"{name}: publish ports in docker-compose.override.yml"
+    for name, service in compose_ports.items():
+        assert name in compose["services"], name
+        assert set(service) == {"ports"}, f"{name}: docker-compose.override.yml only publishes ports"
+
+
+def test_host_network_override_listens_on_127_0_0_1_and_addresses_it(compose, compose_host):
+    services = compose["services"]
+    assert set(compose_host) == set(services)
+    for name, service in compose_host.items():
+        assert service["network_mode"] == "host", name
+        assert "ports" not in service, name
+    # the brokers: 127.0.0.1 only, a port of their own each (one host), the port in KBROKER_PORT where the
+    # image's HEALTHCHECK reads it
+    brokers = {}
+    for name, base in services.items():
+        if base.get("image") != "kbroker:latest" or base.get("entrypoint"):
+            continue
+        env = {**_env(base), **_env(compose_host[name])}
+        command = compose_host[name].get("command", base.get("command")) or []
+        config = load_config(command, environ=env)
+        assert (config.host, config.metrics_host) == ("127.0.0.1", "127.0.0.1"), name
+        assert config.advertised_host_port == ("127.0.0.1", config.port), name
+        assert env["KBROKER_PORT"] == str(config.port) and "--port" not in command, name
+        assert config.cluster in (None, "etcd://127.0.0.1:2379"), name
+        brokers[name] = config
+    assert {"broker", "cluster-1", "cluster-2", "cluster-3"} <= set(brokers)
+    ports = [p for c in brokers.values() for p in (c.port, c.metrics_port)]
+    assert len(ports) == len(set(ports)), ports
+    single = brokers["broker"]
+    # the clients address the broker on 127.0.0.1
+    topics = compose_host["topics"]["entrypoint"]
+    assert topics[topics.index("--bootstrap-servers") + 1] == f"127.0.0.1:{single.port}"
+    spark = compose_host["spark-export"]["command"]
+    assert spark[spark.index("--bootstrap-servers") + 1] == f"127.0.0.1:{single.port}"
+    # Prometheus: on 127.0.0.1, scraping the broker there (its config mounted where the base's is)
+    prom = compose_host["prometheus"]
+    assert "--web.listen-address=127.0.0.1:9090" in prom["command"]
+    (mount,) = prom["volumes"]
+    source, target = mount.split(":")[:2]
+    assert any(v.split(":")[1] == target for v in services["prometheus"]["volumes"])
+    scrape = load_yaml((ROOT / source).read_text())
+    targets = [t for job in scrape["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]]
+    assert targets == [f"127.0.0.1:{single.metrics_port}"]
+    # etcd: clients and peers on 127.0.0.1
+    etcd = compose_host["etcd"]["command"]
+    for flag in ("--listen-client-urls", "--advertise-client-urls", "--listen-peer-urls"):
+        assert etcd[etcd.index(flag) + 1].startswith("http://127.0.0.1:"), flag

@@ -15,7 +15,7 @@ from broker.observability.metrics import MAX_LABELLED_TOPICS, OTHER
 from client import Admin, KafkaError, TopicPartition
 from client.sync import SyncAdmin, SyncConsumer, SyncProducer
 from protocol.api import ApiKey
-from protocol.records import encode_batch
+from protocol.records import COMPILED, encode_batch
 
 
 def _join(bs: str, topic: str, group: str, **extra: object) -> SyncConsumer:
@@ -42,6 +42,8 @@ def test_every_documented_family_is_exported(metrics_broker):
     assert versions and all(v.isdigit() for v in versions)
     (version,) = versions
     assert page.value("kbroker_request_latency_seconds_count", api="CreateTopics", version=version) >= 1
+    # which record codec this broker runs: one series, the one protocol.records uses
+    assert page.series("kbroker_record_codec_info") == [({"codec": "compiled" if COMPILED else "python"}, 1.0)]
     # every name follows the exporter conventions
     for s in page.samples:
         assert s.name.startswith("kbroker_"), s.name

@@ -499,8 +499,7 @@ def test_a_share_group_heartbeat_needs_read_on_the_group_and_describe_on_its_top
 def test_share_fetch_and_acknowledge_need_read_on_the_group_and_each_topic(setup, api_key: ApiKey,
                                                                            version: int) -> None:
     authorizer, _, _ = setup
-    topics = [{"topic_id": tid, "partitions": [{"partition_index": 0, "partition_max_bytes": 0,
-                                                 "acknowledgement_batches": []}]}
+    topics = [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}
               for tid in (TOPIC_ID, SECRET_ID)]
     body: dict[str, Any] = {"group_id": "g", "member_id": "m", "share_session_epoch": 0, "topics": topics}
     if api_key == ApiKey.SHARE_FETCH:
@@ -526,7 +525,13 @@ def test_share_fetch_and_acknowledge_need_read_on_the_group_and_each_topic(setup
                                      ApiKey.READ_SHARE_GROUP_STATE_SUMMARY])
 def test_share_state_requests_are_brokers_only(setup, api_key: ApiKey) -> None:
     authorizer, _, _ = setup
-    partition = {"partition": 3, "state_epoch": 1, "leader_epoch": 0, "start_offset": 0, "state_batches": []}
+    fields = {"partition": 3, "state_epoch": 1, "leader_epoch": 0, "start_offset": 0, "state_batches": []}
+    wanted = {ApiKey.INITIALIZE_SHARE_GROUP_STATE: ("partition", "state_epoch", "start_offset"),
+              ApiKey.READ_SHARE_GROUP_STATE: ("partition", "leader_epoch"),
+              ApiKey.WRITE_SHARE_GROUP_STATE: tuple(fields),
+              ApiKey.DELETE_SHARE_GROUP_STATE: ("partition",),
+              ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: ("partition", "leader_epoch")}[api_key]
+    partition = {name: fields[name] for name in wanted}
     req = request(api_key, 0, {"group_id": "g", "topics": [{"topic_id": TOPIC_ID, "partitions": [partition]}]})
     verdict = check(setup, api_key, 0, req)
     assert isinstance(verdict, Deny)

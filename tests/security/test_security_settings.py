@@ -15,7 +15,7 @@ from security_helpers import KEY_PASSWORD, Pki
 
 from broker.cluster.image import MetadataImage
 from broker.cluster.kv import KeyValue, WatchEvent
-from broker.config.settings import load
+from broker.core import load_config as load
 from broker.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from broker.security.sasl import SaslConfig, SaslServer
 from broker.security.scram import (

@@ -1,6 +1,6 @@
 """Configuration of the group coordinator (classic, consumer and share groups) (Kafka's ``group.*`` / ``offsets.*`` settings).
 
-Defaults are Kafka's (``GroupCoordinatorConfig``), see the protocol notes §4.8.
+Defaults are Kafka's (``GroupCoordinatorConfig``), see docs/classic-groups.md "Defaults".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """In-memory model of classic groups: states, members, offsets.
 
-State transitions (notes §4.1, Kafka's ``ClassicGroupState``)::
+State transitions (docs/classic-groups.md "States", Kafka's ``ClassicGroupState``)::
 
     state                 valid previous states
     Empty                 PreparingRebalance            (and initial/reloaded groups)
@@ -17,6 +17,7 @@ O(1) per member operation (vote counts per protocol, number of members awaiting 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 from enum import Enum
 
 __all__ = ["VALID_PREVIOUS", "Group", "GroupState", "Member", "OffsetEntry"]
@@ -95,18 +96,15 @@ class Member:
         return self.join_token is not None or self.sync_token is not None
 
 
+@dataclass(slots=True)
 class OffsetEntry:
     """A committed offset as stored in OffsetCommitValue."""
 
-    __slots__ = ("commit_timestamp", "expire_timestamp", "leader_epoch", "metadata", "offset")
-
-    def __init__(self, offset: int, leader_epoch: int, metadata: str, commit_timestamp: int,
-                 expire_timestamp: int = -1) -> None:
-        self.offset = offset
-        self.leader_epoch = leader_epoch
-        self.metadata = metadata
-        self.commit_timestamp = commit_timestamp
-        self.expire_timestamp = expire_timestamp
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1
 
 
 class Group:

@@ -1,4 +1,5 @@
-"""Which ``__consumer_offsets`` partition owns a group: Kafka's ``partitionFor`` (notes §4.6).
+"""Which ``__consumer_offsets`` partition owns a group: Kafka's ``partitionFor`` (docs/classic-groups.md,
+"Which partition coordinates a group").
 
 ``abs(groupId.hashCode()) % offsets.topic.num.partitions`` where ``hashCode`` is Java's
 ``String.hashCode`` over UTF-16 code units and ``Utils.abs(Integer.MIN_VALUE) == 0``.

@@ -1,4 +1,5 @@
-"""``__consumer_offsets`` keys and values in Kafka's exact byte format (notes §4.7).
+"""``__consumer_offsets`` keys and values in Kafka's exact byte format (docs/classic-groups.md,
+"What ``__consumer_offsets`` holds").
 
 * key   = ``int16 record_type`` + key struct  (1 = OffsetCommitKey, 2 = GroupMetadataKey;
   type 0 is the legacy offset key with identical bytes and is accepted when reading);
@@ -9,13 +10,17 @@ OffsetCommit v2-4 with ``retention_time_ms``) and GroupMetadataValue v3, and rea
 0-4.  The struct codecs are the shared ones from :mod:`protocol.schema` (schemas in
 :mod:`protocol.schemas.misc`); this module only adds the type/version prefixes and the
 consumer embedded-protocol helpers.
+
+:class:`OffsetCommitRecord` and :class:`GroupMetadataRecord` are those records decoded (Kafka's
+``CoordinatorRecord``): what a write carries and what the shard's ``replay`` applies, whether the
+record comes out of the log on load (:func:`decode_record`) or out of a write that committed.
+Consumer-group records (types 3-8, 16) are :mod:`broker.coordinator.group.consumer_group`'s.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from protocol.errors import ProtocolError
 from protocol.schemas.misc import (
@@ -26,13 +31,19 @@ from protocol.schemas.misc import (
     OffsetCommitValue,
 )
 
+from .model import OffsetEntry
+
 __all__ = [
     "GROUP_METADATA_KEY_TYPE",
     "OFFSET_COMMIT_KEY_TYPE",
     "DecodedKey",
+    "GroupCoordinatorRecord",
+    "GroupMetadataRecord",
+    "OffsetCommitRecord",
     "decode_group_metadata_value",
     "decode_key",
     "decode_offset_commit_value",
+    "decode_record",
     "encode_group_metadata_key",
     "encode_group_metadata_value",
     "encode_offset_commit_key",
@@ -49,8 +60,7 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 _I16 = struct.Struct(">h")
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedKey:
+class DecodedKey(NamedTuple):
     """A decoded ``__consumer_offsets`` key; ``topic``/``partition`` only for offset keys."""
 
     record_type: int
@@ -115,6 +125,54 @@ def decode_group_metadata_value(value: bytes) -> dict[str, Any]:
     """Decode any GroupMetadataValue version (0-4); absent fields take their defaults."""
     version = _value_version(value, 4, "GroupMetadataValue")
     return GroupMetadataValue.decode(version, value, 2)
+
+
+class OffsetCommitRecord(NamedTuple):
+    """An OffsetCommitKey/Value; ``offset`` None is the tombstone that deletes the committed offset."""
+
+    group_id: str
+    topic: str
+    partition: int
+    offset: OffsetEntry | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        key = encode_offset_commit_key(self.group_id, self.topic, self.partition)
+        e = self.offset
+        if e is None:
+            return key, None
+        return key, encode_offset_commit_value(e.offset, e.leader_epoch, e.metadata, e.commit_timestamp,
+                                               e.expire_timestamp)
+
+
+class GroupMetadataRecord(NamedTuple):
+    """A GroupMetadataKey/Value (``value``: the GroupMetadataValue fields); ``value`` None is the group's
+    tombstone."""
+
+    group_id: str
+    value: dict[str, Any] | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        key = encode_group_metadata_key(self.group_id)
+        return key, None if self.value is None else encode_group_metadata_value(self.value)
+
+
+GroupCoordinatorRecord = OffsetCommitRecord | GroupMetadataRecord
+
+
+def decode_record(key: bytes, value: bytes | None) -> GroupCoordinatorRecord | None:
+    """A ``__consumer_offsets`` record as the shard replays it; None for record types that are not offsets
+    or classic groups (a KIP-848 group's, or one this coordinator does not know)."""
+    k = decode_key(key)
+    if k is None:
+        return None
+    if k.record_type == GROUP_METADATA_KEY_TYPE:
+        return GroupMetadataRecord(k.group, None if value is None else decode_group_metadata_value(value))
+    assert k.topic is not None and k.partition is not None
+    if value is None:
+        return OffsetCommitRecord(k.group, k.topic, k.partition, None)
+    v = decode_offset_commit_value(value)
+    return OffsetCommitRecord(k.group, k.topic, k.partition, OffsetEntry(
+        v["offset"], v["leader_epoch"], v["metadata"], v["commit_timestamp"], v["expire_timestamp"]))
 
 
 def subscribed_topics(metadata: bytes) -> frozenset[str] | None:

@@ -19,18 +19,17 @@ this module adds what is the group coordinator's own:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.internal_topics import OFFSETS_TOPIC
-from broker.config.settings import consumer_group_assignors
 from broker.coordinator.group.config import GroupConfig
-from broker.coordinator.group.consumer_group import ConsumerGroupConfig, TopicCatalog, TopicView
+from broker.coordinator.group.consumer_group import TopicCatalog, TopicView
 from broker.coordinator.group.coordinator import Effects, GroupCoordinator
 from broker.coordinator.group.partitioning import coordinator_partition
-from broker.coordinator.group.share_group import ShareGroupConfig
 from broker.coordinator.runtime import CoordinatorRuntime, Shard, now_ms
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
@@ -38,7 +37,6 @@ from protocol.error_response import error_response
 from protocol.primitives import Obj
 
 if TYPE_CHECKING:
-    from broker.config.settings import BrokerConfig
     from broker.coordinator.group.share_service import ShareGroupService
     from broker.coordinator.txn.verifier import TxnVerifier
     from broker.observability.metrics import BrokerMetrics
@@ -74,10 +72,11 @@ class ImageTopics:
 
 
 class GroupService:
-    def __init__(self, *, config: BrokerConfig, replica: ReplicaManager, metrics: BrokerMetrics, timer: WheelTimer,
+    def __init__(self, *, settings: GroupConfig, replica: ReplicaManager, metrics: BrokerMetrics, timer: WheelTimer,
                  partition_count: Callable[[str], int | None], topics: TopicCatalog | None = None,
                  group_configs: Callable[[str], Mapping[str, str]] = lambda _gid: {}) -> None:
-        self.broker_config = config
+        #: the shards' settings, ``offsets_topic_num_partitions`` being the configured count
+        self.settings = settings
         #: a group's group configs (KIP-848 overrides), read when consumer groups need them
         self._group_configs_of = group_configs
         self.metrics = metrics
@@ -109,7 +108,7 @@ class GroupService:
         ``offsets.topic.num.partitions`` only sizes the topic when it is created; once it exists
         its real count governs ``partitionFor`` and loading, whatever the setting says now.
         """
-        configured = self.broker_config.offsets_topic_num_partitions
+        configured = self.settings.offsets_topic_num_partitions
         count = self._topic_partitions(OFFSETS_TOPIC)
         if not count:
             return configured
@@ -134,25 +133,7 @@ class GroupService:
         return partition
 
     def _group_config(self) -> GroupConfig:
-        c = self.broker_config
-        return GroupConfig(
-            min_session_timeout_ms=c.group_min_session_timeout_ms,
-            max_session_timeout_ms=c.group_max_session_timeout_ms,
-            initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
-            max_size=c.group_max_size,
-            offsets_retention_ms=c.offsets_retention_minutes * 60_000,
-            offset_metadata_max_bytes=c.offset_metadata_max_bytes,
-            offsets_topic_num_partitions=self.num_partitions,
-            offsets_retention_check_interval_ms=c.offsets_retention_check_interval_ms,
-            consumer=ConsumerGroupConfig(
-                heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
-                session_timeout_ms=c.group_consumer_session_timeout_ms,
-                assignors=consumer_group_assignors(c), max_size=c.group_consumer_max_size),
-            share=ShareGroupConfig(
-                heartbeat_interval_ms=c.group_share_heartbeat_interval_ms,
-                session_timeout_ms=c.group_share_session_timeout_ms, max_size=c.group_share_max_size,
-                initialize_retry_interval_ms=c.group_share_initialize_retry_interval_ms),
-        )
+        return dataclasses.replace(self.settings, offsets_topic_num_partitions=self.num_partitions)
 
     def _new_coordinator(self, partition: int, epoch: int) -> GroupCoordinator:
         return GroupCoordinator(self._group_config(), now_ms=now_ms(), partition_count=self._topic_partitions,
@@ -427,6 +408,23 @@ class GroupService:
         yield generation
         yield committed
         yield lag
+
+
+    def total_lags(self, end_offsets: Mapping[tuple[str, int], int], max_groups: int) -> dict[str, int]:
+        """Each group's lag summed over its committed partitions whose end is in ``end_offsets`` (the
+        groups this broker coordinates, at most ``max_groups``): what the console charts over time."""
+        lags: dict[str, int] = {}
+        for coordinator in self.coordinators():
+            for group_id, offsets in coordinator.offsets.items():
+                if len(lags) >= max_groups:
+                    return lags
+                total = 0
+                for tp, entry in offsets.items():
+                    end = end_offsets.get(tp)
+                    if end is not None:
+                        total += max(0, end - entry.offset)
+                lags[group_id] = total
+        return lags
 
 
 def _describe_error(group_id: str, code: int) -> dict[str, Any]:

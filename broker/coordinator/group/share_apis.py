@@ -18,8 +18,9 @@ from broker.coordinator.write import write_error
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
-    from .coordinator import Effects, _PendingWrite
+    from .membership import GroupMetadataManager
     from .share_group import ShareGroups
+    from .writes import Effects, GroupWrite, ShardWrites
 
 __all__ = ["ShareGroupApis"]
 
@@ -32,29 +33,26 @@ Topics = Mapping[uuid.UUID, tuple[str, frozenset[int]]]
 class ShareGroupApis:
     """Share-group calls of a group-coordinator shard (see the module doc)."""
 
-    share: ShareGroups
-    groups: dict[str, Any]
-    consumer: Any
+    membership: GroupMetadataManager
+    _w: ShardWrites
+
+    @property
+    def share(self) -> ShareGroups:
+        """The share groups (KIP-932) of the shard (:class:`~broker.coordinator.group.share_group.ShareGroups`)."""
+        return self.membership.share
 
     if TYPE_CHECKING:
         def _begin(self, now_ms: int) -> None: ...
 
         def _finish(self) -> Effects: ...
 
-        def _reply(self, token: Hashable, response: Response) -> None: ...
-
-        def _consumer_writes(self) -> list[_PendingWrite]: ...
-
-        def _after_writes(self, writes: list[_PendingWrite], token: Hashable, response: Response,
-                          on_error: Any) -> None: ...
-
     def _share_reply_after_writes(self, token: Hashable, response: Response, **on_failure: Any) -> Effects:
         """Reply ``response`` once the records the share groups emitted are written; a failed write
         puts its mapped error (and ``on_failure``) into it."""
-        def failed(_pw: _PendingWrite, append_error: ErrorCode) -> None:
+        def failed(_pw: GroupWrite, append_error: ErrorCode) -> None:
             response.update(error_code=write_error(append_error), **on_failure)
 
-        self._after_writes(self._consumer_writes(), token, response, failed)
+        self._w.reply_after(self.membership.consumer_writes(), token, response, failed)
         return self._finish()
 
     def share_group_heartbeat(self, now_ms: int, api_version: int, request: Request, token: Hashable, *,
@@ -67,7 +65,7 @@ class ShareGroupApis:
     def share_group_describe(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
         """ShareGroupDescribe v1."""
         self._begin(now_ms)
-        self._reply(token, {"throttle_time_ms": 0, "groups": self.share.describe(request.get("group_ids") or ())})
+        self._w.reply(token, {"throttle_time_ms": 0, "groups": self.share.describe(request.get("group_ids") or ())})
         return self._finish()
 
     def share_initialized(self, now_ms: int, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int], ok: bool,
@@ -85,11 +83,11 @@ class ShareGroupApis:
         epoch of the initialisations) once written."""
         self._begin(now_ms)
         group = self.share.groups.get(group_id)
-        if self._other_group_kind(group_id) is not None or (group is None and deleting):
-            self._reply(token, {"error_code": E.GROUP_ID_NOT_FOUND, "state_epoch": -1})
+        if self.membership.other_group_kind(group_id) is not None or (group is None and deleting):
+            self._w.reply(token, {"error_code": E.GROUP_ID_NOT_FOUND, "state_epoch": -1})
             return self._finish()
         if group is not None and group.members and not done:
-            self._reply(token, {"error_code": E.NON_EMPTY_GROUP, "state_epoch": -1})
+            self._w.reply(token, {"error_code": E.NON_EMPTY_GROUP, "state_epoch": -1})
             return self._finish()
         if deleting:
             self.share.mark_deleting(group_id, topics, done)
@@ -100,28 +98,3 @@ class ShareGroupApis:
             group = self.share.mark_initializing(group_id, topics)
         epoch = group.group_epoch if group is not None else -1
         return self._share_reply_after_writes(token, {"error_code": E.NONE, "state_epoch": epoch})
-
-    def _other_group_kind(self, group_id: str) -> str | None:
-        """The kind of group of another type holding ``group_id`` (a share group cannot take it)."""
-        if group_id in self.consumer.groups:
-            return "consumer"
-        group = self.groups.get(group_id)
-        if group is not None and group.state.value != "Dead":
-            return "classic"
-        return None
-
-    def _share_groups_listed(self, version: int, states: set[str], types: set[str]) -> list[Response]:
-        """ListGroups entries of the share groups (``types_filter`` ``share``)."""
-        out: list[Response] = []
-        if types and "share" not in types:
-            return out
-        for group in self.share.groups.values():
-            if states and group.state.lower() not in states:
-                continue
-            entry: Response = {"group_id": group.group_id, "protocol_type": "share"}
-            if version >= 4:
-                entry["group_state"] = group.state
-            if version >= 5:
-                entry["group_type"] = "share"
-            out.append(entry)
-        return out

@@ -7,7 +7,9 @@ no sockets, no asyncio, no sleeps.  Every entry point takes the time ``now_ms`` 
 1. sends ``replies`` (token → response dict with the schema's snake_case fields);
 2. appends ``writes`` (one record each: a transactional id's new state, or its tombstone) to
    this partition and reports each with :meth:`write_committed` / :meth:`write_failed` — a
-   state change takes effect, and the replies that wait on it go out, only once it is durable;
+   state change takes effect, and the replies that wait on it go out, only once it is durable:
+   the committed record is replayed by :meth:`TransactionCoordinator.replay`, the code a load runs
+   for the records of the log (:class:`TxnRecord`);
 3. sends ``markers`` (COMMIT/ABORT for every partition of a transaction, over WriteTxnMarkers
    to each partition's leader) and calls :meth:`markers_written` once all are written;
 4. calls :meth:`poll` once ``next_deadline_ms`` has passed (transaction timeouts, id expiry).
@@ -42,15 +44,15 @@ import logging
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from broker.coordinator.group.timers import KeyedTimers
-from broker.coordinator.write import InFlightWrites, Write, write_error
+from broker.coordinator.write import InFlightWrites, PendingWrite, Write, append_error, write_error
 from protocol.error_codes import ErrorCode
 
 from .records import TxnLogValue, decode_txn_key, decode_txn_value, encode_txn_key, encode_txn_value
 
-__all__ = ["Effects", "MarkerRequest", "TransactionCoordinator", "TxnConfig", "TxnMetadata", "TxnState"]
+__all__ = ["Effects", "MarkerRequest", "TransactionCoordinator", "TxnConfig", "TxnMetadata", "TxnRecord", "TxnState"]
 
 log = logging.getLogger(__name__)
 
@@ -157,14 +159,40 @@ class Effects:
     next_deadline_ms: int | None = None
 
 
-class _PendingWrite:
-    __slots__ = ("metadata", "on_commit", "on_fail", "write")
+class TxnRecord(NamedTuple):
+    """A ``__transaction_state`` record as the coordinator replays it: a transactional id's state, or
+    (``metadata`` None) its tombstone.  The log keeps what :meth:`TxnMetadata.log_value` holds; a record
+    written here also carries the state the log does not (the epoch before the last bump, as Kafka keeps
+    ``lastProducerEpoch`` in memory only), which a load does without."""
 
-    def __init__(self, write: Write, metadata: TxnMetadata) -> None:
-        self.write = write
-        self.metadata = metadata
-        self.on_commit: list[Callable[[], None]] = []
-        self.on_fail: list[Callable[[ErrorCode], None]] = []
+    transactional_id: str
+    metadata: TxnMetadata | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        key = encode_txn_key(self.transactional_id)
+        return key, None if self.metadata is None else encode_txn_value(self.metadata.log_value())
+
+    @classmethod
+    def decode(cls, key: bytes, value: bytes | None) -> TxnRecord:
+        tid = decode_txn_key(key)
+        if value is None:
+            return cls(tid, None)
+        v = decode_txn_value(value)
+        return cls(tid, TxnMetadata(tid, v.producer_id, v.producer_epoch, NO_EPOCH, v.timeout_ms, TxnState(v.status),
+                                    frozenset(v.partitions), v.start_ms, v.last_update_ms, v.client_version,
+                                    v.previous_producer_id))
+
+
+class _TxnWrite(PendingWrite):
+    """A handed-out write: its record (replayed when it commits) and ``target``, the state it moves its id
+    to (the id's ``pending`` until then; a Dead target is written as the tombstone)."""
+
+    __slots__ = ("record", "target")
+
+    def __init__(self, write: Write, record: TxnRecord, target: TxnMetadata) -> None:
+        super().__init__(write)
+        self.record = record
+        self.target = target
 
 
 class TransactionCoordinator:
@@ -190,7 +218,7 @@ class TransactionCoordinator:
         self._offsets_partition = offsets_partition
         self._now = now_ms
         self._fx = Effects()
-        self._inflight: InFlightWrites[_PendingWrite] = InFlightWrites()
+        self._inflight: InFlightWrites[_TxnWrite] = InFlightWrites()
         self._next_write_id = 1
 
     # ============================================================================ plumbing
@@ -210,59 +238,49 @@ class TransactionCoordinator:
     def next_deadline(self) -> int | None:
         return self.timers.next_deadline()
 
-    def _write(self, txn: TxnMetadata, target: TxnMetadata) -> _PendingWrite:
+    def _write(self, txn: TxnMetadata, target: TxnMetadata) -> _TxnWrite:
         """Start writing ``txn``'s change to ``target`` (a Dead target writes the id's tombstone)."""
-        key = encode_txn_key(txn.transactional_id)
-        value = None if target.state is TxnState.DEAD else encode_txn_value(target.log_value())
-        write = Write(self._next_write_id, self.partition, [(key, value)])
+        record = TxnRecord(txn.transactional_id, None if target.state is TxnState.DEAD else target)
+        write = Write(self._next_write_id, self.partition, [record.encode()])
         self._next_write_id += 1
-        pw = _PendingWrite(write, target)
+        pw = _TxnWrite(write, record, target)
         txn.pending = target
         self._inflight.add(self.partition, write.write_id, pw)
         self._fx.writes.append(write)
         return pw
 
     def write_committed(self, now_ms: int, write_id: int) -> Effects:
-        """A write is durable: the state change it carried takes effect; what waited on it goes on."""
+        """A write is durable: its record is replayed (the state change takes effect, as a load applies it);
+        the id's timers follow the new state, and what waited on the write goes on."""
         self._begin(now_ms)
         pw = self._inflight.take(write_id)
-        target = pw.metadata
-        tid = target.transactional_id
+        tid = pw.record.transactional_id
         current = self.txns.get(tid)
-        if target.state is TxnState.DEAD:
-            if current is not None and current.pending is target:
-                del self.txns[tid]
-                self.timers.cancel((_TIMEOUT, tid))
-                self.timers.cancel((_EXPIRE, tid))
-        elif current is not None and current.pending is target:
-            done = current.markers_done
-            applied = target.transit()
-            self.txns[tid] = applied
+        # markers of the prepared transaction all written while this write was pending: complete it now
+        done = current is not None and current.pending is pw.target and current.markers_done
+        self.replay(pw.record)
+        applied = self.txns.get(tid)
+        if applied is not None:
             self._schedule(applied)
             if done and applied.state in _PREPARED:
                 self._complete(applied)
-        for callback in pw.on_commit:
-            callback()
+        pw.committed()
         return self._finish()
 
     def write_failed(self, now_ms: int, write_id: int, error_code: int) -> Effects:
         """A write failed: nothing changes; what waited on it gets the mapped error."""
         self._begin(now_ms)
         pw = self._inflight.take(write_id)
-        try:
-            error = write_error(ErrorCode(error_code)) if error_code else E.UNKNOWN_SERVER_ERROR
-        except ValueError:
-            error = E.UNKNOWN_SERVER_ERROR
-        current = self.txns.get(pw.metadata.transactional_id)
-        log.warning("__transaction_state-%d: write for %s failed with %s", self.partition,
-                    pw.metadata.transactional_id, error.name)
-        if current is not None and current.pending is pw.metadata:
+        error = write_error(append_error(error_code))
+        tid = pw.record.transactional_id
+        current = self.txns.get(tid)
+        log.warning("__transaction_state-%d: write for %s failed with %s", self.partition, tid, error.name)
+        if current is not None and current.pending is pw.target:
             current.pending = None
             if current.markers_done and current.state in _PREPARED:
                 self._complete(current)
             self._schedule(current)
-        for callback in pw.on_fail:
-            callback(error)
+        pw.failed(error)
         return self._finish()
 
     def writes_in_flight(self) -> int:
@@ -322,8 +340,7 @@ class TransactionCoordinator:
         if txn.state is TxnState.ONGOING:
             # abort the open transaction first (with a fencing epoch); the client retries meanwhile
             pw = self._fence_and_abort(txn)
-            pw.on_commit.append(lambda: reply(E.CONCURRENT_TRANSACTIONS))
-            pw.on_fail.append(lambda error: reply(error))
+            pw.wait(lambda: reply(E.CONCURRENT_TRANSACTIONS), lambda error: reply(error))
             return self._finish()
         if txn.state not in _IDLE:
             reply(E.CONCURRENT_TRANSACTIONS)
@@ -348,8 +365,7 @@ class TransactionCoordinator:
             reply(E.PRODUCER_FENCED)
             return self._finish()
         pw = self._write(txn, target)
-        pw.on_commit.append(lambda: reply(E.NONE, target.producer_id, target.producer_epoch))
-        pw.on_fail.append(lambda error: reply(error))
+        pw.wait(lambda: reply(E.NONE, target.producer_id, target.producer_epoch), lambda error: reply(error))
         return self._finish()
 
     @staticmethod
@@ -361,13 +377,13 @@ class TransactionCoordinator:
             return True
         return pid == txn.previous_producer_id and epoch >= MAX_EPOCH - 1
 
-    def _fence_and_abort(self, txn: TxnMetadata) -> _PendingWrite:
+    def _fence_and_abort(self, txn: TxnMetadata) -> _TxnWrite:
         """Abort ``txn``'s open transaction with the next epoch (fencing its producer); markers follow."""
         epoch = txn.producer_epoch + 1 if txn.producer_epoch < MAX_EPOCH else txn.producer_epoch
         target = txn.transit(producer_epoch=epoch, last_producer_epoch=NO_EPOCH, state=TxnState.PREPARE_ABORT,
                              last_update_ms=self._now)
         pw = self._write(txn, target)
-        pw.on_commit.append(lambda: self._send_markers(target))
+        pw.wait(lambda: self._send_markers(target), lambda _error: None)
         return pw
 
     # ============================================================================ AddPartitions / AddOffsets
@@ -433,8 +449,7 @@ class TransactionCoordinator:
         pw = self._add(txn, frozenset(wanted), client_version)
         if pw is None:
             return results.fill(E.NONE).done()
-        pw.on_commit.append(lambda: results.fill(E.NONE).done())
-        pw.on_fail.append(lambda error: results.fill(error).done())
+        pw.wait(lambda: results.fill(E.NONE).done(), lambda error: results.fill(error).done())
         return results
 
     def add_offsets(self, now_ms: int, version: int, request: Any, token: Hashable) -> Effects:
@@ -456,8 +471,7 @@ class TransactionCoordinator:
         if pw is None:
             reply(E.NONE)
         else:
-            pw.on_commit.append(lambda: reply(E.NONE))
-            pw.on_fail.append(reply)
+            pw.wait(lambda: reply(E.NONE), reply)
         return self._finish()
 
     def _exists(self, tp: TopicPartition) -> bool:
@@ -480,7 +494,7 @@ class TransactionCoordinator:
         return E.NONE, txn
 
     def _add(self, txn: TxnMetadata, partitions: frozenset[TopicPartition],
-             client_version: int) -> _PendingWrite | None:
+             client_version: int) -> _TxnWrite | None:
         """Add ``partitions`` to ``txn`` (opening it); None when they are all in it already."""
         if txn.state is TxnState.ONGOING and partitions <= txn.partitions:
             return None
@@ -533,8 +547,7 @@ class TransactionCoordinator:
                 reply(E.CONCURRENT_TRANSACTIONS)
                 return self._finish()
             pw = self._write(txn, target)
-            pw.on_commit.append(lambda: (reply(E.NONE, target), self._send_markers(target)))
-            pw.on_fail.append(lambda error: reply(error))
+            pw.wait(lambda: (reply(E.NONE, target), self._send_markers(target)), lambda error: reply(error))
         elif state is done_state and not tv2:
             reply(E.NONE, txn)  # a retry of an EndTxn that completed
         elif state is prepared_state and not tv2:
@@ -588,7 +601,6 @@ class TransactionCoordinator:
         target = txn.transit(state=TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT,
                              partitions=frozenset(), last_update_ms=self._now)
         pw = self._write(txn, target)
-        pw.on_commit.append(lambda: self._fx.completed.append((txn.transactional_id, commit)))
 
         def retry(_: ErrorCode) -> None:
             # stays prepared; markers are idempotent per epoch: send them again
@@ -596,7 +608,7 @@ class TransactionCoordinator:
             if current is not None and current.state in _PREPARED:
                 self._send_markers(current)
 
-        pw.on_fail.append(retry)
+        pw.wait(lambda: self._fx.completed.append((txn.transactional_id, commit)), retry)
 
     # ============================================================================ timers
 
@@ -655,15 +667,19 @@ class TransactionCoordinator:
     # ============================================================================ loading
 
     def load(self, partition: int, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
-        """Replay one ``__transaction_state`` record (in log order)."""
-        tid = decode_txn_key(key)
-        if value is None:
+        """Replay one ``__transaction_state`` record of the log (in log order)."""
+        self.replay(TxnRecord.decode(key, value))
+
+    def replay(self, record: TxnRecord) -> None:
+        """Apply one record: read from the log on load, or carried by a write that just committed.  A
+        transactional id's state replaces what it had; its tombstone forgets it."""
+        tid = record.transactional_id
+        if record.metadata is None:
             self.txns.pop(tid, None)
-            return
-        v = decode_txn_value(value)
-        self.txns[tid] = TxnMetadata(tid, v.producer_id, v.producer_epoch, NO_EPOCH, v.timeout_ms, TxnState(v.status),
-                                     frozenset(v.partitions), v.start_ms, v.last_update_ms, v.client_version,
-                                     v.previous_producer_id)
+            self.timers.cancel((_TIMEOUT, tid))
+            self.timers.cancel((_EXPIRE, tid))
+        else:
+            self.txns[tid] = record.metadata
 
     def load_marker(self, partition: int, producer_id: int, commit: bool) -> None:
         """Markers never land in ``__transaction_state``."""

@@ -44,7 +44,6 @@ from protocol.primitives import Obj
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
     from broker.cluster.producer_ids import ProducerIdManager
-    from broker.config.settings import BrokerConfig
     from broker.observability.metrics import BrokerMetrics
     from broker.replication.replica_manager import ReplicaManager
     from protocol.timer_service import WheelTimer
@@ -63,10 +62,12 @@ _FENCED_SINCE = {ApiKey.INIT_PRODUCER_ID: 4, ApiKey.ADD_PARTITIONS_TO_TXN: 2, Ap
 
 
 class TransactionService:
-    def __init__(self, *, config: BrokerConfig, replica: ReplicaManager, metrics: BrokerMetrics, timer: WheelTimer,
-                 image: MetadataImage, producer_ids: ProducerIdManager, markers: TxnMarkerSender,
+    def __init__(self, *, settings: TxnConfig, num_partitions: int, replica: ReplicaManager, metrics: BrokerMetrics,
+                 timer: WheelTimer, image: MetadataImage, producer_ids: ProducerIdManager, markers: TxnMarkerSender,
                  offsets_partition: Callable[[str], int]) -> None:
-        self.broker_config = config
+        self.settings = settings
+        #: ``transaction.state.log.num.partitions``: the count ``__transaction_state`` is created with
+        self.configured_partitions = num_partitions
         self.metrics = metrics
         self.image = image
         self.producer_ids = producer_ids
@@ -85,7 +86,7 @@ class TransactionService:
     @property
     def num_partitions(self) -> int:
         """The existing topic's partition count (the setting only sizes the topic when it is created)."""
-        configured = self.broker_config.transaction_state_log_num_partitions
+        configured = self.configured_partitions
         t = self.image.topic(TRANSACTION_STATE_TOPIC)
         count = t.partition_count if t is not None else None
         if not count:
@@ -107,19 +108,13 @@ class TransactionService:
         return part.leader
 
     def _new_coordinator(self, partition: int, epoch: int) -> TransactionCoordinator:
-        c = self.broker_config
-        config = TxnConfig(max_timeout_ms=c.transaction_max_timeout_ms,
-                           id_expiration_ms=c.transactional_id_expiration_ms,
-                           abort_retry_ms=c.transaction_abort_timed_out_transaction_cleanup_interval_ms,
-                           two_phase_commit_enable=False)
-
         def partition_count(topic: str) -> int | None:
             t = self.image.topic(topic)
             return None if t is None else t.partition_count
 
         from broker.cluster.internal_topics import OFFSETS_TOPIC
 
-        return TransactionCoordinator(config, partition=partition, coordinator_epoch=epoch, now_ms=now_ms(),
+        return TransactionCoordinator(self.settings, partition=partition, coordinator_epoch=epoch, now_ms=now_ms(),
                                       allocate_producer_id=self.producer_ids.try_next, partition_count=partition_count,
                                       offsets_partition=lambda group: (OFFSETS_TOPIC, self._offsets_partition(group)))
 

@@ -7,7 +7,8 @@ every *synonym* that could supply it, highest precedence first (Kafka's ``Config
   gives its default (``retention.ms`` ← ``log.retention.ms``, ``log.retention.minutes``, ...) in
   every layer that sets it: dynamic for this broker, dynamic cluster default, static, built-in;
 * a broker config (resource name = this broker's id): its own layers the same way; ``read_only``
-  unless it is one of the dynamically updatable settings;
+  unless it is one of the dynamically updatable settings; its type, sensitivity and (when asked)
+  documentation are its declaration's (:mod:`broker.config.settings`);
 * the cluster-wide default (resource name ``""``): the dynamic defaults that are set;
 * a broker logger (resource type 8): this broker's loggers and their levels (see
   :mod:`broker.observability.loggers`).
@@ -15,10 +16,10 @@ every *synonym* that could supply it, highest precedence first (Kafka's ``Config
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.config.declare import INT, STRING
 from broker.config.dynamic import (
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
@@ -26,17 +27,18 @@ from broker.config.dynamic import (
     DYNAMIC_TOPIC_CONFIG,
     STATIC_BROKER_CONFIG,
     DynamicBrokerConfig,
-    kafka_settings,
-    read_only_aliases,
     unit_synonyms,
 )
-from broker.config.settings import BrokerConfig, is_dynamic, is_sensitive, setting_name
+from broker.config.settings import TOPIC_SYNONYMS, BrokerConfig, declared, is_dynamic, kafka_settings
 from broker.coordinator.group.group_configs import GROUP_CONFIGS, effective_group_configs
-from broker.log.config import BOOLEAN, DOUBLE, INT, LIST, LONG, STRING, TOPIC_CONFIGS
+from broker.log.config import TOPIC_CONFIGS
 from broker.observability.loggers import describe_loggers
+from broker.security.setup import inter_broker_listener_name
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from broker.cluster.image import MetadataImage
     from broker.log.manager import LogManager
     from broker.security.listeners import Endpoint
@@ -44,10 +46,6 @@ if TYPE_CHECKING:
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 #: ConfigSource of a group config set on the group (Kafka's GROUP_CONFIG)
 GROUP_CONFIG_SOURCE = 8
-
-#: broker setting -> the ConfigType of the topic config it is the default of
-_SYNONYM_TYPES = {name: d.type for d in TOPIC_CONFIGS.values() for name, _ in d.synonyms}
-_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(BrokerConfig)}
 
 Entry = tuple[str | None, int, list[tuple[str, str | None, int]]]  # value, source, synonyms
 
@@ -75,6 +73,21 @@ class ConfigView:
         return reg.endpoints if reg is not None else ()
 
 
+def read_only_aliases(config: BrokerConfig, endpoints: Sequence[Endpoint], port: int) -> dict[str, str | None]:
+    """Kafka's names for settings this broker spells otherwise (reported read-only, see
+    :data:`~broker.config.dynamic.READ_ONLY_NAMES`): ``endpoints`` are its advertised listeners as
+    registered, ``port`` the one the asking client reached."""
+    plaintext = f"PLAINTEXT://{config.host}:{port}"
+    return {
+        "broker.id": str(config.node_id),
+        "listeners": config.listeners or plaintext,
+        "advertised.listeners": ",".join(f"{e.listener}://{e.host}:{e.port}" for e in endpoints) or plaintext,
+        "inter.broker.listener.name": inter_broker_listener_name(config),
+        "log.dirs": str(config.data_path), "log.dir": str(config.data_path),
+        "socket.request.max.bytes": str(config.max_frame_bytes),
+    }
+
+
 def _broker_synonyms(view: ConfigView, names: list[str], *, per_broker: bool = True) -> list[tuple[str, str | None, int]]:
     """Kafka's ``configSynonyms``: each layer (highest first), within it each synonym that it sets."""
     layers: dict[int, list[tuple[str, str | None, int]]] = {}
@@ -88,8 +101,7 @@ def _broker_synonyms(view: ConfigView, names: list[str], *, per_broker: bool = T
 def _topic_entries(view: ConfigView, overrides: dict[str, str]) -> dict[str, Entry]:
     entries: dict[str, Entry] = {}
     for name, (value, _) in view.logs.effective_configs(overrides).items():
-        d = TOPIC_CONFIGS[name]
-        synonyms = _broker_synonyms(view, [s for s, _ in d.synonyms])
+        synonyms = _broker_synonyms(view, [s for s, _ in TOPIC_SYNONYMS.get(name, ())])
         if name in overrides:
             synonyms.insert(0, (name, overrides[name], DYNAMIC_TOPIC_CONFIG))
         source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
@@ -131,21 +143,19 @@ def _group_entries(view: ConfigView, group: str) -> dict[str, Entry]:
 
 
 def config_type(name: str) -> int:
-    """The ConfigType DescribeConfigs (v3+) reports for a topic or broker config."""
+    """The ConfigType DescribeConfigs (v3+) reports for a topic, group or broker config."""
     if name in TOPIC_CONFIGS:
         return TOPIC_CONFIGS[name].type
     if name in GROUP_CONFIGS:
         return STRING if GROUP_CONFIGS[name].text else INT
-    if name in _SYNONYM_TYPES:
-        return _SYNONYM_TYPES[name]
-    ftype = _FIELD_TYPES.get(setting_name(name) or "", "str")
-    if ftype.startswith("bool"):
-        return BOOLEAN
-    if ftype.startswith("float"):
-        return DOUBLE
-    if ftype.startswith("int"):
-        return LONG if name.endswith((".ms", ".bytes")) else INT
-    return LIST if name.endswith((".policy", ".listeners", "listeners")) else STRING
+    s = declared(name)
+    return s.type if s is not None else STRING
+
+
+def documentation(name: str) -> str | None:
+    """What DescribeConfigs (v3+, when asked) says a broker config does: its declaration's documentation."""
+    s = declared(name)
+    return s.plain_doc if s is not None else None
 
 
 def describe_resource(view: ConfigView, resource: Any, include_synonyms: bool, include_docs: bool) -> dict[str, Any]:
@@ -187,13 +197,14 @@ def describe_resource(view: ConfigView, resource: Any, include_synonyms: bool, i
         if keys is not None and key not in keys:
             continue
         # a setting declared secret (Kafka: PASSWORD-typed) is reported without its value
-        sensitive = rtype == BROKER and is_sensitive(key)
+        s = declared(key) if rtype == BROKER else None
+        sensitive = s is not None and s.sensitive
         result["configs"].append({
             "name": key, "value": None if sensitive else value, "read_only": read_only and not is_dynamic(key),
             "config_source": source, "is_sensitive": sensitive,
             "synonyms": [{"name": n, "value": None if sensitive else v, "source": s} for n, v, s in synonyms]
             if include_synonyms else [],
             "config_type": STRING if rtype == BROKER_LOGGER else config_type(key),
-            "documentation": None,
+            "documentation": documentation(key) if include_docs and rtype == BROKER else None,
         })
     return result

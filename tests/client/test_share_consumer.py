@@ -18,8 +18,10 @@ from share_helpers import share_args, unique
 from broker.testing.harness import BrokerProcess
 from client import AcknowledgeType, Admin, Producer, Record, ShareConsumer, TopicPartition
 from client.errors import IllegalStateError
+from client.share_fetcher import Acknowledgements
 from client.sync import SyncShareConsumer
 from protocol.api import ApiKey
+from protocol.error_codes import ErrorCode
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -252,3 +254,29 @@ async def test_the_synchronous_facade(bs: str) -> None:
     got, committed = await asyncio.to_thread(consume)
     assert got == [(b"s0", 1), (b"s1", 1), (b"s2", 1), (b"s1", 2)]
     assert committed == {TopicPartition(topic, 0): None}
+
+
+async def test_a_record_held_past_its_lock_goes_to_another_member_and_its_late_ack_fails(bs: str) -> None:
+    group, topic = await new_queue(bs, **{"share.record.lock.duration.ms": "1000"})
+    await produce(bs, topic, ["stuck"])
+    async with share(bs, topic, group) as stalled, share(bs, topic, group) as other:
+        [record] = await take(stalled, 1)
+        [again] = await take(other, 1)  # once the lock ran out
+        assert (again.value, again.offset, again.delivery_count) == (b"stuck", record.offset, 2)
+        stalled.acknowledge(record, AcknowledgeType.ACCEPT)
+        [(tp, error)] = (await stalled.commit()).items()
+        assert tp == TopicPartition(topic, 0) and error is not None and error.code == ErrorCode.INVALID_RECORD_STATE
+        other.acknowledge(again, AcknowledgeType.ACCEPT)
+        assert await other.commit() == {TopicPartition(topic, 0): None}
+
+
+def test_acknowledgements_go_in_batches_of_consecutive_offsets() -> None:
+    acks = Acknowledgements()
+    tp = TopicPartition("t", 0)
+    for offset, ack_type in [(5, 1), (3, 1), (4, 1), (7, 2), (8, 3), (10, 0)]:
+        acks.add(tp, offset, ack_type)
+    assert Acknowledgements.batches(acks.pending[tp]) == [
+        {"first_offset": 3, "last_offset": 5, "acknowledge_types": [1]},
+        {"first_offset": 7, "last_offset": 8, "acknowledge_types": [2, 3]},
+        {"first_offset": 10, "last_offset": 10, "acknowledge_types": [0]}]
+    assert acks.take([tp]) == {tp: {5: 1, 3: 1, 4: 1, 7: 2, 8: 3, 10: 0}} and not acks

@@ -49,6 +49,7 @@ from broker.config.settings import BrokerConfig, broker_log_defaults, split_list
 from broker.coordinator.group.assignors import ASSIGNORS
 from broker.coordinator.group.config import GroupConfig
 from broker.coordinator.group.consumer_group import ConsumerGroupConfig
+from broker.coordinator.group.share_group import ShareGroupConfig
 from broker.coordinator.txn.coordinator import TxnConfig
 from broker.log.cleaner import CleanerSettings
 from broker.log.config import LogConfig
@@ -168,7 +169,11 @@ def group_settings(config: BrokerConfig) -> GroupConfig:
         consumer=ConsumerGroupConfig(
             heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             session_timeout_ms=config.group_consumer_session_timeout_ms,
-            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size))
+            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size),
+        share=ShareGroupConfig(
+            heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+            session_timeout_ms=config.group_share_session_timeout_ms, max_size=config.group_share_max_size,
+            initialize_retry_interval_ms=config.group_share_initialize_retry_interval_ms))
 
 
 def console_settings(config: BrokerConfig, address: tuple[str, int], login_required: bool) -> ConsoleSettings:
@@ -295,6 +300,7 @@ class BrokerCore:
             self.metadata.subscribe(self._on_dynamic_configs)  # first: the others see the new settings
             self.producer_ids = ProducerIdManager(self.metadata)
             self.txn_service = self._transaction_service(image)
+            self._share_services(image)
             self.security_admin = SecurityAdmin(self.metadata, credentials, authorizer)
             self.metadata.subscribe(self.security_admin.on_metadata)
             self.metadata.subscribe(self.replica_manager.on_metadata)
@@ -312,7 +318,8 @@ class BrokerCore:
                 configs=ConfigAdmin(topics=self.topics, metadata=self.metadata, dynamic=self.dynamic, logs=self.logs,
                                     node_id=config.node_id),
                 security=self.security_admin,
-                authz=RequestAuthorizer(topic_name=image.topic_name, events=self.metrics.auth_events()))
+                authz=RequestAuthorizer(topic_name=image.topic_name, events=self.metrics.auth_events()),
+                shares=self.share_partitions, share_state=self.share_coordinator, share_groups=self.share_groups)
             self.dispatcher = RequestDispatcher(self.services, metrics=self.metrics, faults=self.faults)
             self.server.dispatcher = self.dispatcher
             self.replica_manager.start()
@@ -468,6 +475,50 @@ class BrokerCore:
         self.group_service.txn_verifier = verifier
         return service
 
+    def _share_services(self, image: MetadataImage) -> None:
+        """Share groups (KIP-932): the share coordinator of this broker's ``__share_group_state`` partitions,
+        the client reaching share coordinators (in process for this broker, over the inter-broker listener
+        for the others), the share-partitions of the partitions this broker leads, and the group
+        coordinator's flows with the share coordinator."""
+        from broker.cluster.channel import BrokerChannel
+        from broker.cluster.internal_topics import SHARE_GROUP_STATE_TOPIC, internal_topic_spec
+        from broker.coordinator.group.group_configs import share_group_settings
+        from broker.coordinator.group.share_service import ShareGroupService
+        from broker.coordinator.share.persister import SharePersister
+        from broker.coordinator.share.service import ShareCoordinatorService
+        from broker.coordinator.txn.channel import TxnChannel
+        from broker.replication.share.manager import SharePartitionManager
+
+        config = self.config
+        listener = inter_broker_listener_name(config)
+        bound = self.server.bound.get(listener, self.bound)
+        remote = BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
+                               client_id=f"broker-{config.node_id}-share-state",
+                               timeout_ms=config.share_coordinator_write_timeout_ms * 3, listener=listener,
+                               security=self._inter_broker_security())
+        channel = TxnChannel(config.node_id, remote, lambda api_key, version, body:
+                             self.dispatcher.in_process(api_key, version, body))
+        self._channels.append(channel)
+
+        def partition_count(topic: str) -> int | None:
+            t = image.topic(topic)
+            return None if t is None else t.partition_count
+
+        self.share_coordinator = ShareCoordinatorService(config=config, replica=self.replica_manager,
+                                                         timer=self.timer, partition_count=partition_count)
+        spec = internal_topic_spec(SHARE_GROUP_STATE_TOPIC, config)
+        persister = SharePersister(channel, image=image,
+                                   ensure_topic=lambda: self.topics.ensure_internal_topic(spec, 5.0),
+                                   num_partitions=lambda: self.share_coordinator.num_partitions,
+                                   timeout_ms=config.share_coordinator_write_timeout_ms * 3)
+        self.share_partitions = SharePartitionManager(
+            replica=self.replica_manager, persister=persister, timer=self.timer,
+            settings_of=lambda group_id: share_group_settings(config, image.group_config(group_id)),
+            max_sessions=config.group_share_max_share_sessions, fetch_max_bytes=lambda: config.fetch_max_bytes)
+        self.share_groups = ShareGroupService(self.group_service, persister, image=image,
+                                              replica=self.replica_manager, channel=channel)
+        self.group_service.share = self.share_groups
+
     async def _prepare_coordinators(self, timeout_s: float = 30.0) -> None:
         """Before serving: create the offsets topic if enough brokers are alive, and let this broker's
         coordinator shards finish loading (as a restarted single broker had its groups and transactions
@@ -478,7 +529,8 @@ class BrokerCore:
             await self.topics.ensure_internal_topic(internal_topic_spec(OFFSETS_TOPIC, self.config), timeout_s)
         deadline = time.monotonic() + timeout_s
         while ((self.group_service.runtime.loading or self.txn_service.runtime.loading
-                or self._stale_leaderships()) and time.monotonic() < deadline):
+                or self.share_coordinator.runtime.loading or self._stale_leaderships())
+               and time.monotonic() < deadline):
             await asyncio.sleep(0.01)
 
     def _stale_leaderships(self) -> bool:
@@ -510,7 +562,7 @@ class BrokerCore:
                       timeout_s=config.etcd_request_timeout, start_index=config.node_id)
 
     async def _abort_start(self) -> None:
-        for service in ("group_service", "txn_service"):
+        for service in ("group_service", "txn_service", "share_coordinator", "share_partitions", "share_groups"):
             if getattr(self, service, None) is not None:
                 getattr(self, service).close()
         for channel in getattr(self, "_channels", []):
@@ -643,6 +695,8 @@ class BrokerCore:
         from broker.observability.metrics import MAX_LABELLED_GROUPS
 
         groups = list(self.group_service.collect_metrics(end_offsets, MAX_LABELLED_GROUPS))
+        groups += list(self.share_groups.collect_metrics(MAX_LABELLED_GROUPS))
+        groups += list(self.share_partitions.collect_metrics(MAX_LABELLED_GROUPS))
         transactions = list(self.txn_service.collect_metrics())
         image = self.metadata.image
         offline = sum(1 for p in image.partitions() if p.leader < 0 or not image.is_alive(p.leader))
@@ -718,6 +772,9 @@ class BrokerCore:
                 task.cancel()
             self.group_service.close()
             self.txn_service.close()
+            self.share_partitions.close()
+            self.share_groups.close()
+            self.share_coordinator.close()
             for channel in self._channels:
                 channel.close()
             await self.metadata.stop()  # deregister: the controller moves whatever is still led here

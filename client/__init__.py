@@ -1,4 +1,5 @@
-"""kbroker's asyncio Kafka client: :class:`Producer`, :class:`Consumer`, :class:`Admin`.
+"""kbroker's asyncio Kafka client: :class:`Producer`, :class:`Consumer`, :class:`ShareConsumer` (share groups,
+KIP-932), :class:`Admin`.
 
 Synchronous wrappers for scripts and Spark executors live in :mod:`client.sync`.
 """
@@ -22,6 +23,8 @@ from client.errors import (
     TransactionError,
 )
 from client.producer import Producer
+from client.share_consumer import ShareConsumer
+from client.share_fetcher import AcknowledgeType
 from client.types import (
     Acl,
     AclFilter,
@@ -41,10 +44,10 @@ from client.types import (
 )
 
 __all__ = [
-    "AbortableTransactionError", "Acl", "AclFilter", "Admin", "AuthenticationError", "CommitFailedError",
+    "AbortableTransactionError", "AcknowledgeType", "Acl", "AclFilter", "Admin", "AuthenticationError", "CommitFailedError",
     "ConcurrentAccessError", "ConfigEntry", "ConfigError", "Consumer", "ConsumerGroupMetadata",
     "ConsumerRebalanceListener", "FatalTransactionError", "IllegalStateError", "KafkaConnectionError", "KafkaError",
     "KafkaTimeoutError", "NewTopic", "OffsetAndMetadata", "OffsetAndTimestamp", "PreparedTransaction", "Producer",
-    "ProducerFencedError", "Record", "RecordMetadata", "RetriableTransactionError", "ScramCredentialInfo",
+    "ProducerFencedError", "Record", "RecordMetadata", "RetriableTransactionError", "ScramCredentialInfo", "ShareConsumer",
     "TopicPartition", "TransactionAbortedError", "TransactionDescription", "TransactionError", "TransactionListing",
 ]

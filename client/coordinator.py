@@ -4,7 +4,8 @@
 SyncGroup, Heartbeat, LeaveGroup — JoinGroup/SyncGroup on the separate ``group`` connection so a long
 join never delays a heartbeat) for :class:`~client.membership.Membership`;
 :class:`ConsumerGroupCoordinator` owns ConsumerGroupHeartbeat (KIP-848) and the reconciliations of
-:class:`~client.consumer_membership.ConsumerMembership`.  Both share (``_GroupEdge``) the wheel timer
+:class:`~client.consumer_membership.ConsumerMembership`, and :class:`ShareGroupCoordinator` the same
+machine's ShareGroupHeartbeat (KIP-932, for :class:`~client.share_consumer.ShareConsumer`).  Both share (``_GroupEdge``) the wheel timer
 that drives the machine's ``tick``, the rebalance callbacks into the consumer, and the pump: actions run
 one at a time in order on a pump task; requests are awaited on their own tasks and their responses go
 back into the machine.
@@ -17,7 +18,7 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from client.config import ConsumerConfig
@@ -48,10 +49,12 @@ from client.net import NetworkClient
 from client.types import TopicPartition
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequestData
 from protocol.messages.find_coordinator import FindCoordinatorRequestData
 from protocol.messages.heartbeat import HeartbeatRequestData
 from protocol.messages.join_group import JoinGroupRequestData
 from protocol.messages.leave_group import LeaveGroupRequestData
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequestData
 from protocol.messages.sync_group import SyncGroupRequestData
 
 log = logging.getLogger(__name__)
@@ -377,6 +380,21 @@ class ConsumerGroupCoordinator(_GroupEdge):
             self.feed(self.machine.on_reconciled(action.token, assigned, self._resolve, self.now))
             self.changed.set()
 
+    def _heartbeat(self, action: SendConsumerHeartbeat) -> tuple[ApiKey, Mapping[str, Any]]:
+        """The heartbeat request carrying ``action``: its API and body."""
+        m = self.machine
+        leaving = action.member_epoch < 0
+        body: ConsumerGroupHeartbeatRequestData = {
+            "group_id": self.group_id, "member_id": m.member_id, "member_epoch": action.member_epoch,
+            "instance_id": self.config.group_instance_id, "rack_id": None,
+            "rebalance_timeout_ms": -1 if leaving else self.config.rebalance_timeout_ms,
+            "subscribed_topic_names": action.subscribed_topic_names,
+            "subscribed_topic_regex": action.subscribed_topic_regex,
+            "server_assignor": None if leaving else m.server_assignor,
+            "topic_partitions": None if action.topic_partitions is None else [
+                {"topic_id": tid, "partitions": parts} for tid, parts in action.topic_partitions]}
+        return ApiKey.CONSUMER_GROUP_HEARTBEAT, body
+
     async def _send(self, action: Action) -> list[Action]:
         m = self.machine
         if isinstance(action, FindCoordinator):
@@ -386,16 +404,8 @@ class ConsumerGroupCoordinator(_GroupEdge):
         if node is None:
             return m.on_request_failed(action, self.now)
         leaving = action.member_epoch < 0
-        body = {"group_id": self.group_id, "member_id": m.member_id, "member_epoch": action.member_epoch,
-                "instance_id": self.config.group_instance_id, "rack_id": None,
-                "rebalance_timeout_ms": -1 if leaving else self.config.rebalance_timeout_ms,
-                "subscribed_topic_names": action.subscribed_topic_names,
-                "subscribed_topic_regex": action.subscribed_topic_regex,
-                "server_assignor": None if leaving else m.server_assignor,
-                "topic_partitions": None if action.topic_partitions is None else [
-                    {"topic_id": tid, "partitions": parts} for tid, parts in action.topic_partitions]}
-        resp = await self.net.send(node, ApiKey.CONSUMER_GROUP_HEARTBEAT, body,
-                                   timeout_ms=5000 if leaving else None)
+        api_key, body = self._heartbeat(action)
+        resp = await self.net.send(node, api_key, body, timeout_ms=5000 if leaving else None)
         assignment = None
         if resp.assignment is not None:
             assignment = {tp.topic_id: tp.partitions for tp in resp.assignment.topic_partitions}
@@ -407,6 +417,21 @@ class ConsumerGroupCoordinator(_GroupEdge):
         if self.machine.member_epoch > 0:
             return self.machine.member_epoch, self.machine.member_id
         return -1, ""
+
+
+class ShareGroupCoordinator(ConsumerGroupCoordinator):
+    """The share-group protocol's edge (KIP-932): the KIP-848 member machine (a share group's
+    heartbeat answers the same way, with the partitions to read — shared with other members — as the
+    target), heartbeating with ShareGroupHeartbeat: topic names only, no static membership, and
+    nothing to revoke before another member may read a partition."""
+
+    def _heartbeat(self, action: SendConsumerHeartbeat) -> tuple[ApiKey, Mapping[str, Any]]:
+        leaving = action.member_epoch < 0
+        body: ShareGroupHeartbeatRequestData = {
+            "group_id": self.group_id, "member_id": self.machine.member_id, "member_epoch": action.member_epoch,
+            "rack_id": self.config.client_rack,
+            "subscribed_topic_names": None if leaving else action.subscribed_topic_names}
+        return ApiKey.SHARE_GROUP_HEARTBEAT, body
 
 
 def is_group_error(code: int) -> bool:

@@ -1,4 +1,4 @@
-"""Synchronous facade: :class:`SyncProducer`, :class:`SyncConsumer`, :class:`SyncAdmin`.
+"""Synchronous facade: :class:`SyncProducer`, :class:`SyncConsumer`, :class:`SyncShareConsumer`, :class:`SyncAdmin`.
 
 Each wrapper starts a private event loop in a daemon thread and runs the asyncio client there;
 every method blocks the calling thread until the coroutine finishes.  Meant for plain scripts
@@ -8,8 +8,8 @@ and Spark executors that must not manage an event loop::
     with SyncConsumer("orders", bootstrap_servers=bs, group_id="g") as c:
         batch = c.getmany(timeout_ms=500)
 
-A SyncConsumer is owned by one thread at a time: a call while another thread is inside a call
-raises :class:`~client.errors.ConcurrentAccessError`.
+A SyncConsumer (or SyncShareConsumer) is owned by one thread at a time: a call while another thread is
+inside a call raises :class:`~client.errors.ConcurrentAccessError`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from client.admin import Admin
 from client.consumer import Consumer
 from client.errors import ConcurrentAccessError
 from client.producer import Producer
+from client.share_consumer import ShareConsumer
+from client.share_fetcher import AcknowledgeType
 from client.types import Record, RecordMetadata
 
 T = TypeVar("T")
@@ -111,18 +113,18 @@ async def _wait(fut: Awaitable[T]) -> T:
     return await fut
 
 
-class SyncConsumer(_SyncBase):
-    """Blocking :class:`~client.consumer.Consumer`; iterate it for records."""
+class _OwnedSync(_SyncBase):
+    """A wrapper used by one thread at a time (a second thread's call raises ConcurrentAccessError)."""
 
-    def __init__(self, *topics: str, **config: Any) -> None:
+    def __init__(self, factory: Callable[[], Any], name: str) -> None:
         self._guard = threading.Lock()
         self._owner: int | None = None
-        super().__init__(lambda: Consumer(*topics, **config), "kbroker-sync-consumer")
+        super().__init__(factory, name)
 
     def _call(self, coro_fn: Callable[[], Awaitable[T]]) -> T:
         me = threading.get_ident()
         if not self._guard.acquire(blocking=False):
-            raise ConcurrentAccessError(f"SyncConsumer is in use by thread {self._owner}; "
+            raise ConcurrentAccessError(f"{type(self).__name__} is in use by thread {self._owner}; "
                                         f"thread {me} may not use it concurrently")
         self._owner = me
         try:
@@ -136,6 +138,13 @@ class SyncConsumer(_SyncBase):
             return fn(*args)
 
         return self._call(invoke)
+
+
+class SyncConsumer(_OwnedSync):
+    """Blocking :class:`~client.consumer.Consumer`; iterate it for records."""
+
+    def __init__(self, *topics: str, **config: Any) -> None:
+        super().__init__(lambda: Consumer(*topics, **config), "kbroker-sync-consumer")
 
     def subscribe(self, topics: Any = (), pattern: str | None = None, listener: Any = None) -> None:
         self._call_sync(self._client.subscribe, topics, pattern, listener)
@@ -201,6 +210,48 @@ class SyncConsumer(_SyncBase):
 
     def topics(self) -> set[str]:
         return self._call(lambda: self._client.topics())
+
+
+class SyncShareConsumer(_OwnedSync):
+    """Blocking :class:`~client.share_consumer.ShareConsumer` (same arguments); iterate it for records
+    (implicit mode: each batch is accepted when the next one is asked for)."""
+
+    def __init__(self, *topics: str, acknowledgement_mode: str = "implicit", **config: Any) -> None:
+        super().__init__(lambda: ShareConsumer(*topics, acknowledgement_mode=acknowledgement_mode, **config),
+                         "kbroker-sync-share-consumer")
+
+    def subscribe(self, topics: Any) -> None:
+        self._call_sync(self._client.subscribe, topics)
+
+    def subscription(self) -> set[str]:
+        return self._client.subscription()
+
+    def assignment(self) -> set[Any]:
+        return self._client.assignment()
+
+    @property
+    def member_id(self) -> str | None:
+        return self._client.member_id
+
+    @property
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        return self._client.acquisition_lock_timeout_ms
+
+    def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[Record]]:
+        return self._call(lambda: self._client.getmany(timeout_ms=timeout_ms, max_records=max_records))
+
+    poll = getmany
+
+    def acknowledge(self, record: Record, ack_type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
+        self._call_sync(self._client.acknowledge, record, ack_type)
+
+    def commit(self) -> dict[Any, Any]:
+        return self._call(lambda: self._client.commit())
+
+    def __iter__(self) -> Iterator[Record]:
+        while not self._closed:
+            for recs in self.getmany(timeout_ms=1000).values():
+                yield from recs
 
 
 class SyncAdmin(_SyncBase):

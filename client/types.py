@@ -15,7 +15,8 @@ class TopicPartition(NamedTuple):
 
 
 class Record(NamedTuple):
-    """A consumed record."""
+    """A consumed record; ``delivery_count``: how many times a share group delivered it (the
+    :class:`~client.share_consumer.ShareConsumer`'s records; None for a :class:`~client.consumer.Consumer`'s)."""
 
     topic: str
     partition: int
@@ -25,6 +26,7 @@ class Record(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: Headers
+    delivery_count: int | None = None
 
 
 class RecordMetadata(NamedTuple):

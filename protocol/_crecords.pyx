@@ -161,12 +161,30 @@ cdef const uint8_t* _records_range(Py_buffer* view, Py_ssize_t start, Py_ssize_t
     return <const uint8_t*>view.buf
 
 
+#: what this build of the codec can do; ``protocol.records`` ignores a build older than it expects
+#: (2: rows of a row type with defaulted fields after the eight, see :func:`decode_rows`)
+CODEC_VERSION = 2
+
+
+cdef tuple _row_defaults(row_type):
+    """The defaults of a ``NamedTuple`` row type's fields after the first eight (TypeError when one has none)."""
+    fields = getattr(row_type, "_fields", ())
+    if len(fields) <= 8:
+        return ()
+    defaults = getattr(row_type, "_field_defaults", {})
+    missing = [f for f in fields[8:] if f not in defaults]
+    if missing:
+        raise TypeError(f"row_type fields after the eighth need defaults: {missing}")
+    return tuple(defaults[f] for f in fields[8:])
+
+
 def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
                 int64_t base_timestamp, log_append_time, int timestamp_type, int64_t min_offset,
                 row_type, topic, partition, list out):
     """Append ``row_type(topic, partition, offset, timestamp, timestamp_type, key, value, headers)``
     for each of the ``count`` records in ``data[start:end]`` whose offset is >= ``min_offset``
-    (``row_type`` is a tuple subclass, e.g. a ``NamedTuple`` with those eight fields)."""
+    (``row_type`` is a tuple subclass, e.g. a ``NamedTuple`` with those eight fields, or with more
+    after them that have defaults: each row holds those defaults)."""
     cdef Py_buffer view
     cdef const uint8_t* p
     cdef Py_ssize_t pos, record_end, kstart = 0, vstart = 0
@@ -177,6 +195,9 @@ def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_
     cdef PyTypeObject* kind = <PyTypeObject*>row_type
     if not isinstance(row_type, type) or not issubclass(row_type, tuple):
         raise TypeError("row_type must be a tuple subclass")
+    cdef tuple extras = _row_defaults(row_type)
+    cdef Py_ssize_t width = 8 + len(extras)
+    cdef Py_ssize_t e
     if use_lat:
         lat = log_append_time
     ts_type = timestamp_type
@@ -200,7 +221,7 @@ def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_
             offset = base_offset + offset_delta
             if offset < min_offset:
                 continue
-            row = _new_row(kind, 8)
+            row = _new_row(kind, width)
             _set(row, 0, topic)
             _set(row, 1, partition)
             _set(row, 2, offset)
@@ -209,6 +230,8 @@ def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_
             _set(row, 5, PyBytes_FromStringAndSize(<const char*>p + kstart, klen) if klen >= 0 else None)
             _set(row, 6, PyBytes_FromStringAndSize(<const char*>p + vstart, vlen) if vlen >= 0 else None)
             _set(row, 7, headers)
+            for e in range(width - 8):
+                _set(row, 8 + e, extras[e])
             PyList_Append(out, row)
         if pos != end:
             raise _corrupt(f"{end - pos} unexpected bytes after the last record")

@@ -7,12 +7,13 @@ Run once when a spec changes::
 
 An API's spec comes from the first directory whose spec has every version generated (the Kafka 4.2
 set adds the APIs and versions the trunk snapshot predates; the others stay as generated from it).
+Share groups' records (:data:`SHARE_RECORDS`) come from the last directory that has them.
 
 One run writes, for every API, ``protocol/schemas/<api>.py`` (the declarative schema the codecs
 are compiled from) and beside it ``protocol/messages/<api>.py`` (the same messages as
 ``TypedDict`` s for type checkers and IDEs, each key documented with the spec's ``about`` text
 and versions); ``misc.py`` of both holds the headers, the consumer embedded protocol and the
-coordinators' records.  The output is ordinary source that is reviewed and committed;
+coordinators' records, ``share_records.py`` share groups' records.  The output is ordinary source that is reviewed and committed;
 ``tests/protocol/test_generated.py`` fails when it is not what this tool makes from the specs.
 Nothing at run time reads JSON.
 """
@@ -75,6 +76,18 @@ SERVED: dict[str, tuple[int, int]] = {
     "ListTransactions": (0, 1),
     "AlterPartitionReassignments": (0, 1),
     "ListPartitionReassignments": (0, 0),
+    "ShareGroupHeartbeat": (1, 1),
+    "ShareGroupDescribe": (1, 1),
+    "ShareFetch": (1, 2),
+    "ShareAcknowledge": (1, 2),
+    "InitializeShareGroupState": (0, 0),
+    "ReadShareGroupState": (0, 0),
+    "WriteShareGroupState": (0, 1),
+    "DeleteShareGroupState": (0, 0),
+    "ReadShareGroupStateSummary": (0, 1),
+    "DescribeShareGroupOffsets": (0, 1),
+    "AlterShareGroupOffsets": (0, 0),
+    "DeleteShareGroupOffsets": (0, 0),
 }
 
 STANDALONE = [
@@ -102,6 +115,28 @@ STANDALONE = [
     "group-coordinator/ConsumerGroupRegularExpressionValue",
     "transaction-coordinator/TransactionLogKey",
     "transaction-coordinator/TransactionLogValue",
+]
+
+#: share groups' records: the group coordinator's (``__consumer_offsets`` types 10-15) and the share
+#: coordinator's (``__share_group_state``), taken from the newest spec set that has them (older
+#: trunk snapshots hold pre-release variants) into ``protocol/schemas/share_records.py``
+SHARE_RECORDS = [
+    "group-coordinator/ShareGroupMemberMetadataKey",
+    "group-coordinator/ShareGroupMemberMetadataValue",
+    "group-coordinator/ShareGroupMetadataKey",
+    "group-coordinator/ShareGroupMetadataValue",
+    "group-coordinator/ShareGroupTargetAssignmentMetadataKey",
+    "group-coordinator/ShareGroupTargetAssignmentMetadataValue",
+    "group-coordinator/ShareGroupTargetAssignmentMemberKey",
+    "group-coordinator/ShareGroupTargetAssignmentMemberValue",
+    "group-coordinator/ShareGroupCurrentMemberAssignmentKey",
+    "group-coordinator/ShareGroupCurrentMemberAssignmentValue",
+    "group-coordinator/ShareGroupStatePartitionMetadataKey",
+    "group-coordinator/ShareGroupStatePartitionMetadataValue",
+    "share-coordinator/ShareSnapshotKey",
+    "share-coordinator/ShareSnapshotValue",
+    "share-coordinator/ShareUpdateKey",
+    "share-coordinator/ShareUpdateValue",
 ]
 
 PRIMS = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "string",
@@ -327,10 +362,12 @@ def render(spec_dir: str | Path, *overlays: str | Path) -> dict[str, str]:
     of ``spec_dir`` and ``overlays`` whose spec has the versions generated."""
     roots = [Path(d) for d in (spec_dir, *overlays)]
 
-    def spec(name: str, newest: int | None = None) -> dict:
+    def spec(name: str, newest: int | None = None, *, latest_set: bool = False) -> dict:
         found = [load(r / f"{name}.json") for r in roots if (r / f"{name}.json").exists()]
         if not found:
             raise FileNotFoundError(f"no spec {name}.json in {', '.join(map(str, roots))}")
+        if latest_set:
+            return found[-1]
         if newest is not None:
             for candidate in found:
                 if int(str(candidate["validVersions"]).split("-")[-1]) >= newest:
@@ -348,11 +385,19 @@ def render(spec_dir: str | Path, *overlays: str | Path) -> dict[str, str]:
         files[f"messages/{module}.py"] = emit_typed_module(f"{api} (API key {req['apiKey']})", module, [req, resp])
     misc = HEADER.format(doc="Headers, the consumer embedded protocol and `__consumer_offsets` records.")
     specs = [spec(name) for name in STANDALONE]
-    for spec in specs:
-        misc += "\n" + emit_message(spec, None, spec["name"]) + "\n"
+    for standalone in specs:
+        misc += "\n" + emit_message(standalone, None, standalone["name"]) + "\n"
     files["schemas/misc.py"] = misc
     files["messages/misc.py"] = emit_typed_module(
         "Headers, the consumer embedded protocol and the coordinators' records", "misc", specs)
+    share = HEADER.format(doc="Share groups' records: ``__consumer_offsets`` types 10-15 and ``__share_group_state``.")
+    share_specs = [spec(name, latest_set=True) for name in SHARE_RECORDS]
+    for standalone in share_specs:
+        share += "\n" + emit_message(standalone, None, standalone["name"]) + "\n"
+    files["schemas/share_records.py"] = share
+    files["messages/share_records.py"] = emit_typed_module(
+        "Share groups' records (``__consumer_offsets`` types 10-15 and ``__share_group_state``)",
+        "share_records", share_specs)
     return files
 
 

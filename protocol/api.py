@@ -24,6 +24,7 @@ from protocol.schemas import (
     add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -34,6 +35,8 @@ from protocol.schemas import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
+    delete_share_group_state,
     delete_topics,
     describe_acls,
     describe_cluster,
@@ -41,6 +44,7 @@ from protocol.schemas import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_share_group_offsets,
     describe_transactions,
     describe_user_scram_credentials,
     elect_leaders,
@@ -50,6 +54,7 @@ from protocol.schemas import (
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
+    initialize_share_group_state,
     join_group,
     leave_group,
     list_groups,
@@ -62,10 +67,17 @@ from protocol.schemas import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    read_share_group_state,
+    read_share_group_state_summary,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    write_share_group_state,
     write_txn_markers,
 )
 from protocol.schemas.misc import RequestHeader, ResponseHeader
@@ -124,6 +136,18 @@ class ApiKey(IntEnum):
     LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
+    INITIALIZE_SHARE_GROUP_STATE = 83
+    READ_SHARE_GROUP_STATE = 84
+    WRITE_SHARE_GROUP_STATE = 85
+    DELETE_SHARE_GROUP_STATE = 86
+    READ_SHARE_GROUP_STATE_SUMMARY = 87
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 @dataclass(frozen=True)
@@ -199,6 +223,18 @@ APIS: dict[int, Api] = {
         _api(ApiKey.DESCRIBE_PRODUCERS, describe_producers),
         _api(ApiKey.DESCRIBE_TRANSACTIONS, describe_transactions),
         _api(ApiKey.LIST_TRANSACTIONS, list_transactions),
+        _api(ApiKey.SHARE_GROUP_HEARTBEAT, share_group_heartbeat),
+        _api(ApiKey.SHARE_GROUP_DESCRIBE, share_group_describe),
+        _api(ApiKey.SHARE_FETCH, share_fetch),
+        _api(ApiKey.SHARE_ACKNOWLEDGE, share_acknowledge),
+        _api(ApiKey.INITIALIZE_SHARE_GROUP_STATE, initialize_share_group_state),
+        _api(ApiKey.READ_SHARE_GROUP_STATE, read_share_group_state),
+        _api(ApiKey.WRITE_SHARE_GROUP_STATE, write_share_group_state),
+        _api(ApiKey.DELETE_SHARE_GROUP_STATE, delete_share_group_state),
+        _api(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, read_share_group_state_summary),
+        _api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, describe_share_group_offsets),
+        _api(ApiKey.ALTER_SHARE_GROUP_OFFSETS, alter_share_group_offsets),
+        _api(ApiKey.DELETE_SHARE_GROUP_OFFSETS, delete_share_group_offsets),
     )
 }
 

@@ -15,6 +15,11 @@ from protocol.primitives import Obj
 
 __all__ = ["error_response"]
 
+#: the share coordinator's APIs: an entry per share-partition named
+_SHARE_STATE = frozenset({ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE,
+                          ApiKey.WRITE_SHARE_GROUP_STATE, ApiKey.DELETE_SHARE_GROUP_STATE,
+                          ApiKey.READ_SHARE_GROUP_STATE_SUMMARY})
+
 
 def error_response(api_key: int, version: int, request: Obj, code: int) -> Obj:
     """A response of the request's API that carries ``code`` everywhere an error can go."""
@@ -41,6 +46,9 @@ def error_response(api_key: int, version: int, request: Obj, code: int) -> Obj:
                                     for k in request.coordinator_keys]
         else:
             body.update(node_id=-1, host="", port=-1)
+    elif api_key in _SHARE_STATE:
+        body["results"] = [{"topic_id": t.topic_id, "partitions": [
+            {"partition": p.partition, "error_code": code} for p in t.partitions]} for t in request.topics]
     elif api_key == ApiKey.OFFSET_COMMIT or api_key == ApiKey.LIST_OFFSETS:
         body["topics"] = [{"name": t.name, "partitions": [
             {"partition_index": p.partition_index, "error_code": code} for p in t.partitions]} for t in request.topics]

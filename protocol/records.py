@@ -1018,6 +1018,12 @@ def _py_decode_rows(data: BytesLike, start: int, end: int, count: int, base_offs
     """Pure-Python twin of ``protocol._crecords.decode_rows``."""
     if not isinstance(row_type, type) or not issubclass(row_type, tuple):
         raise TypeError("row_type must be a tuple subclass")
+    fields = getattr(row_type, "_fields", ())
+    defaults = getattr(row_type, "_field_defaults", {})
+    missing = [f for f in fields[8:] if f not in defaults]
+    if missing:
+        raise TypeError(f"row_type fields after the eighth need defaults: {missing}")
+    extras = tuple(defaults[f] for f in fields[8:])
     if start < 0 or end > len(data) or start > end:
         raise ValueError("record range outside the buffer")
     if type(data) is not bytes:
@@ -1027,7 +1033,7 @@ def _py_decode_rows(data: BytesLike, start: int, end: int, count: int, base_offs
     for r in _decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time):
         if r.offset >= min_offset:
             append(_tuple_new(row_type, (topic, partition, r.offset, r.timestamp, timestamp_type, r.key, r.value,
-                                         r.headers)))
+                                         r.headers, *extras)))
 
 
 class _PyColumnBuilder:
@@ -1109,8 +1115,8 @@ def decode_rows(buf: BytesLike, row_type: type, topic: object, partition: object
     """Every record of the data batches in ``buf`` with offset >= ``min_offset`` (with ``aborted``:
     those a ``read_committed`` consumer sees, as in :func:`decode_committed_records`), as
     ``row_type(topic, partition, offset, timestamp, timestamp_type, key, value, headers)`` — a tuple
-    subclass such as a ``NamedTuple`` with those eight fields, built without a Python call per record
-    when the compiled codec is installed."""
+    subclass such as a ``NamedTuple`` with those eight fields (and any more after them, with defaults,
+    which every row takes), built without a Python call per record when the compiled codec is installed."""
     out: list[tuple[object, ...]] = []
     for pos, header in data_batches(buf, min_offset, aborted):
         data, start, end = _batch_body(buf, pos, header, max_decompressed_size)
@@ -1155,9 +1161,14 @@ class RecordColumns:
         return tuple(self._builder.finish())
 
 
+#: the ``CODEC_VERSION`` of ``protocol/_crecords.pyx`` this module needs
+_CODEC_VERSION = 2
+
 try:
     from protocol import _crecords  # built at install time (setup.py) when Cython and a compiler were there
 
+    if getattr(_crecords, "CODEC_VERSION", 1) < _CODEC_VERSION:
+        raise ImportError("the compiled record codec is older than this source: rebuild it (setup.py build_ext)")
     _crecords.set_error_class(CorruptRecordError)
     _decode_rows: Any = _crecords.decode_rows
     _ColumnBuilder: Any = _crecords.ColumnBuilder

@@ -133,8 +133,9 @@ def _group_entries(view: ConfigView, group: str) -> dict[str, Entry]:
     """A group's configs (any group id, as Kafka answers): its own value, else the broker's default."""
     entries: dict[str, Entry] = {}
     for name, (value, own) in effective_group_configs(view.config, view.image.group_config(group)).items():
-        default_name = GROUP_CONFIGS[name][0].replace("_", ".")
-        synonyms = [(default_name, str(getattr(view.config, GROUP_CONFIGS[name][0])), DEFAULT_CONFIG)]
+        default_setting = GROUP_CONFIGS[name].default_setting
+        synonyms = [] if default_setting is None else [
+            (default_setting.replace("_", "."), str(getattr(view.config, default_setting)), DEFAULT_CONFIG)]
         if own:
             synonyms.insert(0, (name, str(value), GROUP_CONFIG_SOURCE))
         entries[name] = (str(value), GROUP_CONFIG_SOURCE if own else DEFAULT_CONFIG, synonyms)
@@ -146,7 +147,7 @@ def config_type(name: str) -> int:
     if name in TOPIC_CONFIGS:
         return TOPIC_CONFIGS[name].type
     if name in GROUP_CONFIGS:
-        return INT
+        return STRING if GROUP_CONFIGS[name].text else INT
     s = declared(name)
     return s.type if s is not None else STRING
 

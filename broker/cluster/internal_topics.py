@@ -1,8 +1,8 @@
 """The topics Kafka reserves for itself, the one rule that says whether a topic is internal, and how
 the broker creates them.
 
-Only ``__consumer_offsets`` and ``__transaction_state`` are internal, as in Kafka's
-``Topic.INTERNAL_TOPICS``: clients cannot produce to, delete or extend them, Metadata marks
+Only ``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state`` are internal, as in
+Kafka's ``Topic.INTERNAL_TOPICS``: clients cannot produce to, delete or extend them, Metadata marks
 them ``is_internal``, and they have no per-partition metric series.  Any other name, including
 one a user starts with ``__`` (``__mytopic``), is an ordinary topic.  The broker creates each
 on first use (FindCoordinator) from its settings: :func:`internal_topic_spec`.
@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from broker.config.settings import BrokerConfig
 
-__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "InternalTopicSpec", "internal_topic_spec",
-           "is_internal_topic"]
+__all__ = ["INTERNAL_TOPICS", "OFFSETS_TOPIC", "SHARE_GROUP_STATE_TOPIC", "TRANSACTION_STATE_TOPIC", "InternalTopicSpec",
+           "internal_topic_spec", "is_internal_topic"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS: frozenset[str] = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS: frozenset[str] = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 
 
 def is_internal_topic(topic: str | None) -> bool:
@@ -41,7 +42,8 @@ class InternalTopicSpec:
 
 def internal_topic_spec(name: str, config: BrokerConfig) -> InternalTopicSpec:
     """Kafka's settings for ``__consumer_offsets`` (``offsets.topic.*``) and ``__transaction_state``
-    (``transaction.state.log.*``): compacted, kept forever, 100 MiB segments."""
+    (``transaction.state.log.*``): compacted, kept forever, 100 MiB segments; ``__share_group_state``
+    (``share.coordinator.state.topic.*``): deleting, kept forever (its records are deltas)."""
     if name == OFFSETS_TOPIC:
         return InternalTopicSpec(name, config.offsets_topic_num_partitions, config.offsets_replication_factor,
                                  {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024),
@@ -51,4 +53,10 @@ def internal_topic_spec(name: str, config: BrokerConfig) -> InternalTopicSpec:
         return InternalTopicSpec(name, config.transaction_state_log_num_partitions, rf, {
             "cleanup.policy": "compact", "segment.bytes": str(config.transaction_state_log_segment_bytes),
             "retention.ms": "-1", "min.insync.replicas": str(max(1, min(config.transaction_state_log_min_isr, rf)))})
+    if name == SHARE_GROUP_STATE_TOPIC:
+        rf = config.share_state_replication_factor
+        return InternalTopicSpec(name, config.share_coordinator_state_topic_num_partitions, rf, {
+            "cleanup.policy": "delete", "segment.bytes": str(config.share_coordinator_state_topic_segment_bytes),
+            "retention.ms": "-1",
+            "min.insync.replicas": str(max(1, min(config.share_coordinator_state_topic_min_isr, rf)))})
     raise ValueError(f"{name} is not an internal topic")

@@ -19,7 +19,8 @@ from typing import Any
 
 __all__ = [
     "BOOLEAN", "CLASS", "DOUBLE", "INT", "LIST", "LONG", "PASSWORD", "SHORT", "STRING", "TYPE_NAMES",
-    "ConfigError", "Dynamic", "Group", "Setting", "Validator", "at_least", "dynamic_only", "setting",
+    "ConfigError", "Dynamic", "Group", "Setting", "Validator", "at_least", "between", "dynamic_only", "one_of",
+    "setting",
 ]
 
 # Kafka's ConfigDef.Type ids, as DescribeConfigs (v3+) reports them.
@@ -60,6 +61,7 @@ class Group(Enum):
     COMPACTION = "Log compaction"
     GROUPS = "Consumer groups and offsets"
     CONSUMER_GROUPS = "KIP-848 consumer groups"
+    SHARE_GROUPS = "KIP-932 share groups"
     TRANSACTIONS = "Transactions"
     CLUSTER = "Cluster"
     REPLICATION = "Replication"
@@ -77,6 +79,15 @@ def at_least(low: int, message: str | None = None) -> Validator:
     def check(value: Any) -> None:
         if value is not None and value < low:
             raise ValueError(message or f"must be at least {low}")
+
+    return check
+
+
+def between(low: int, high: int) -> Validator:
+    """From ``low`` to ``high``, both included."""
+    def check(value: Any) -> None:
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}")
 
     return check
 

@@ -228,6 +228,7 @@ def validate(config: BrokerConfig, checks: Sequence[Check] = ()) -> None:
         raise ConfigError(f"etcd.request.timeout.ms ({config.etcd_request_timeout_ms}) must be between 1 and a third "
                           f"of broker.session.timeout.ms ({config.broker_session_timeout_ms // 3})")
     _validate_consumer_groups(config)
+    _validate_share_groups(config)
     for check in checks:
         try:
             check(config)
@@ -251,3 +252,19 @@ def _validate_consumer_groups(config: BrokerConfig) -> None:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
     if not split_list(c.group_consumer_assignors):
         raise ConfigError("group.consumer.assignors must name at least one assignor")
+
+
+def _validate_share_groups(config: BrokerConfig) -> None:
+    """Kafka's GroupCoordinatorConfig / ShareGroupConfig checks between the ``group.share.*`` settings."""
+    c = config
+    for name in ("heartbeat_interval_ms", "session_timeout_ms", "record_lock_duration_ms"):
+        value = getattr(c, f"group_share_{name}")
+        low, high = getattr(c, f"group_share_min_{name}"), getattr(c, f"group_share_max_{name}")
+        dotted = name.replace("_", ".")
+        if not low <= value <= high:
+            raise ConfigError(f"group.share.{dotted} ({value}) must be between group.share.min.{dotted} ({low}) and "
+                              f"group.share.max.{dotted} ({high})")
+    if c.group_share_heartbeat_interval_ms >= c.group_share_session_timeout_ms:
+        raise ConfigError("group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
+    if c.group_share_max_share_sessions < c.group_share_max_size:
+        raise ConfigError("group.share.max.share.sessions must be at least group.share.max.size")

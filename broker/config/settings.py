@@ -35,6 +35,7 @@ from broker.config.declare import (
     Group,
     Setting,
     at_least,
+    between,
     dynamic_only,
     one_of,
     setting,
@@ -60,6 +61,7 @@ _LONG_MAX, _INT_MAX = 2**63 - 1, 2**31 - 1
 P, LIM, TOP, LOG = Group.PROCESS, Group.LIMITS, Group.TOPICS, Group.LOG
 CMP, GRP, CG, TXN = Group.COMPACTION, Group.GROUPS, Group.CONSUMER_GROUPS, Group.TRANSACTIONS
 CLU, REP, SEC, CON = Group.CLUSTER, Group.REPLICATION, Group.SECURITY, Group.CONSOLE
+SG = Group.SHARE_GROUPS
 YES = Dynamic.YES
 
 
@@ -352,6 +354,58 @@ class BrokerConfig:
                                             "for (`uniform`, `range`); the first is the default.")
     group_consumer_max_size: int = setting(_INT_MAX, INT, CG, "Members a consumer group may have (more: "
                                            "GROUP_MAX_SIZE_REACHED).", validator=at_least(1))
+    # KIP-932 share groups (Kafka's group.share.* with its bounds; share.version 1, on by default as in 4.2)
+    group_share_heartbeat_interval_ms: int = setting(
+        5000, INT, SG, "The heartbeat interval share-group members are given; within `group.share.min/max."
+        "heartbeat.interval.ms` and below the session timeout (a group config may set its own).")
+    group_share_min_heartbeat_interval_ms: int = setting(5000, INT, SG, "The lowest heartbeat interval, of the "
+                                                         "broker and of group configs.", validator=at_least(1))
+    group_share_max_heartbeat_interval_ms: int = setting(15_000, INT, SG, "The highest heartbeat interval.")
+    group_share_session_timeout_ms: int = setting(
+        45_000, INT, SG, "A share-group member that does not heartbeat for this long is removed and its records' "
+        "locks end; within `group.share.min/max.session.timeout.ms` (a group config may set its own).")
+    group_share_min_session_timeout_ms: int = setting(45_000, INT, SG, "The lowest session timeout, of the broker "
+                                                      "and of group configs.", validator=at_least(1))
+    group_share_max_session_timeout_ms: int = setting(60_000, INT, SG, "The highest session timeout.")
+    group_share_max_size: int = setting(200, SHORT, SG, "Members a share group may have (more: "
+                                        "GROUP_MAX_SIZE_REACHED).", validator=between(1, 1000))
+    group_share_assignors: str = setting("simple", LIST, SG, "The share-group assignor (only `simple`, which lets "
+                                         "several members share a partition).", validator=one_of("simple"))
+    group_share_delivery_count_limit: int = setting(
+        5, INT, SG, "Deliveries of a record before it is archived instead of delivered again (a poison record); "
+        "a group config may set its own.", validator=between(2, 10))
+    group_share_record_lock_duration_ms: int = setting(
+        30_000, INT, SG, "How long a record acquired by a member stays locked to it before it is available again; "
+        "within `group.share.min/max.record.lock.duration.ms` (a group config may set its own).")
+    group_share_min_record_lock_duration_ms: int = setting(15_000, INT, SG, "The lowest record lock duration, of "
+                                                           "the broker and of group configs.",
+                                                           validator=at_least(1))
+    group_share_max_record_lock_duration_ms: int = setting(60_000, INT, SG, "The highest record lock duration.")
+    group_share_partition_max_record_locks: int = setting(
+        2000, INT, SG, "Records in flight (acquired or available again) per share-partition; a group config may "
+        "set its own.", validator=between(100, 10000))
+    group_share_max_share_sessions: int = setting(
+        2000, INT, SG, "Share sessions this broker keeps (more: SHARE_SESSION_LIMIT_REACHED); at least "
+        "`group.share.max.size`.", validator=at_least(1))
+    group_share_initialize_retry_interval_ms: int = setting(
+        30_000, INT, SG, "How long the group coordinator waits before retrying a failed initialisation of share "
+        "state.", validator=at_least(1))
+    # the share coordinator (``__share_group_state``)
+    share_coordinator_state_topic_num_partitions: int = setting(
+        50, INT, SG, "Partitions of `__share_group_state` when it is created.", validator=at_least(1))
+    #: None: 3 in a cluster (as Kafka), 1 for a single broker
+    share_coordinator_state_topic_replication_factor: int | None = setting(
+        None, SHORT, SG, "Replicas of `__share_group_state`.", default_text="3 (1 without `cluster`)")
+    share_coordinator_state_topic_min_isr: int = setting(
+        2, SHORT, SG, "`min.insync.replicas` of `__share_group_state` (capped at its replication factor).",
+        validator=at_least(1))
+    share_coordinator_state_topic_segment_bytes: int = setting(100 * _MIB, INT, SG, "The segment size of "
+                                                               "`__share_group_state`.", validator=at_least(1))
+    share_coordinator_snapshot_update_records_per_snapshot: int = setting(
+        500, INT, SG, "ShareUpdate records of a share-partition between two ShareSnapshot records (a new "
+        "share coordinator replays at most this many).", validator=at_least(0))
+    share_coordinator_write_timeout_ms: int = setting(5000, INT, SG, "How long a write of share state may take "
+                                                      "before it fails.", validator=at_least(1))
     offsets_topic_num_partitions: int = setting(
         50, INT, GRP, "Partitions of `__consumer_offsets` when it is created; afterwards the topic's own count "
         "places groups (changing the setting later loses nothing).", validator=at_least(1))
@@ -447,6 +501,12 @@ class BrokerConfig:
         if self.etcd_request_timeout_ms is not None:
             return self.etcd_request_timeout_ms / 1000
         return self.broker_session_timeout_ms / 3000
+
+    @property
+    def share_state_replication_factor(self) -> int:
+        if self.share_coordinator_state_topic_replication_factor is not None:
+            return self.share_coordinator_state_topic_replication_factor
+        return 3 if self.cluster else 1
 
     @property
     def transaction_state_replication_factor(self) -> int:

@@ -21,7 +21,10 @@ auto-creation needs CREATE): see :meth:`RequestAuthorizer.visible_topic` and
 group coordinator over the topics its principal may DESCRIBE: the coordinator is handed that
 predicate (:meth:`RequestAuthorizer.describable_topics`), never the authorizer.  Classic groups'
 member metadata and assignments (DescribeGroups) are the clients' own bytes and pass unfiltered, as
-in Kafka.  Every refusal is counted (``AuthEvents.denied``).
+in Kafka.  Share groups (KIP-932) are checked as Kafka does: READ on the group and DESCRIBE on the
+subscribed topics for a heartbeat, READ on the group and the topics for ShareFetch/ShareAcknowledge,
+CLUSTER_ACTION for the brokers' share-state requests; ShareGroupDescribe and DescribeShareGroupOffsets
+never name a topic the principal may not DESCRIBE.  Every refusal is counted (``AuthEvents.denied``).
 """
 
 from __future__ import annotations
@@ -178,6 +181,18 @@ class RequestAuthorizer:
             ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
             ApiKey.LIST_TRANSACTIONS: _list_transactions,
             ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+            ApiKey.SHARE_GROUP_HEARTBEAT: _consumer_group_heartbeat,
+            ApiKey.SHARE_GROUP_DESCRIBE: _share_group_describe,
+            ApiKey.SHARE_FETCH: self._share_fetch,
+            ApiKey.SHARE_ACKNOWLEDGE: self._share_fetch,
+            ApiKey.INITIALIZE_SHARE_GROUP_STATE: _cluster_request(Op.CLUSTER_ACTION),
+            ApiKey.READ_SHARE_GROUP_STATE: _cluster_request(Op.CLUSTER_ACTION),
+            ApiKey.WRITE_SHARE_GROUP_STATE: _cluster_request(Op.CLUSTER_ACTION),
+            ApiKey.DELETE_SHARE_GROUP_STATE: _cluster_request(Op.CLUSTER_ACTION),
+            ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: _cluster_request(Op.CLUSTER_ACTION),
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _describe_share_group_offsets,
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS: _share_group_offsets(Op.READ, partitions=True),
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS: _share_group_offsets(Op.DELETE, partitions=False),
         }
 
     def check(self, session: AuthorizationSession, api_key: int, version: int, req: Obj) -> Verdict:
@@ -242,6 +257,34 @@ class RequestAuthorizer:
              "last_stable_offset": -1, "log_start_offset": -1, "preferred_read_replica": -1, "records": b""}
             for p in t.partitions]} for t in denied]
         return Partial(_with(req, topics=kept), _merge_list("responses", extra))
+
+    def _share_fetch(self, r: _Request) -> Verdict:
+        """ShareFetch and ShareAcknowledge: READ on the group for the whole request, READ on each topic (a
+        refused topic's partitions answer TOPIC_AUTHORIZATION_FAILED and stay out of the share session)."""
+        req = r.req
+        if not r.allowed(Op.READ, GROUP, req.group_id or ""):
+            return Deny(r.error_body(E.GROUP_AUTHORIZATION_FAILED))
+
+        def allowed(t: Any) -> bool:
+            name = self.topic_name(t.topic_id)
+            return name is None or r.allowed(Op.READ, TOPIC, name)  # unknown ids: the handler says so
+
+        kept, denied = _split(req.topics, allowed)
+        if not denied:
+            return None
+        fetch = r.api_key == ApiKey.SHARE_FETCH
+        extra = [{"topic_id": t.topic_id, "partitions": [
+            {"partition_index": p.partition_index, "error_code": E.TOPIC_AUTHORIZATION_FAILED, "error_message": None,
+             "current_leader": {"leader_id": -1, "leader_epoch": -1},
+             **({"acknowledge_error_code": E.TOPIC_AUTHORIZATION_FAILED, "records": b"", "acquired_records": []}
+                if fetch else {})}
+            for p in t.partitions]} for t in denied]
+        append = _merge_list("responses", extra)
+
+        def merge(body: Any) -> Any:
+            return body if body.get("error_code") else append(body)
+
+        return Partial(_with(req, topics=kept), merge)
 
     def _delete_topics(self, r: _Request) -> Verdict:
         req = r.req
@@ -667,8 +710,9 @@ def _describe_groups(r: _Request) -> Verdict:
 
 
 def _consumer_group_heartbeat(r: _Request) -> Verdict:
-    """ConsumerGroupHeartbeat: READ on the group, and DESCRIBE on every topic the member subscribes to by
-    name (a topic it may not see is never assigned to it, nor its id and partitions shown)."""
+    """ConsumerGroupHeartbeat and ShareGroupHeartbeat: READ on the group, and DESCRIBE on every topic the
+    member subscribes to by name (a topic it may not see is never assigned to it, nor its id and
+    partitions shown)."""
     req = r.req
     if not r.allowed(Op.READ, GROUP, req.group_id):
         return Deny(r.error_body(E.GROUP_AUTHORIZATION_FAILED))
@@ -717,6 +761,102 @@ def _consumer_group_describe(r: _Request) -> Verdict:
         return body
 
     return Partial(_with(r.req, group_ids=kept), merge)
+
+
+def _share_group_describe(r: _Request) -> Verdict:
+    """ShareGroupDescribe: DESCRIBE on each group; a group whose members subscribe to or are assigned a topic
+    the principal may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED without its members (no topic
+    name leaks), as Kafka does; the groups' authorized operations when asked for."""
+    kept, denied = _split(r.req.group_ids, lambda g: r.allowed(Op.DESCRIBE, GROUP, g))
+    extra = [{"error_code": E.GROUP_AUTHORIZATION_FAILED, "error_message": None, "group_id": g, "group_state": "",
+              "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": [],
+              "authorized_operations": _NO_OPERATIONS} for g in denied]
+    with_operations = bool(r.req.get("include_authorized_operations"))
+    session = r.session
+
+    def visible(group: Any) -> bool:
+        names = {tp["topic_name"] for m in group.get("members") or () for tp in m["assignment"]["topic_partitions"]}
+        names.update(n for m in group.get("members") or () for n in m.get("subscribed_topic_names") or ())
+        return all([r.allowed(Op.DESCRIBE, TOPIC, name) for name in sorted(names) if name])
+
+    def merge(body: Any) -> Any:
+        groups = []
+        for g in body.get("groups") or []:
+            if not g.get("error_code") and not visible(g):
+                g = {"error_code": E.TOPIC_AUTHORIZATION_FAILED, "error_message": _HIDDEN_TOPICS,
+                     "group_id": g["group_id"], "group_state": "", "group_epoch": -1, "assignment_epoch": -1,
+                     "assignor_name": "", "members": [], "authorized_operations": _NO_OPERATIONS}
+            elif not g.get("error_code") and with_operations:
+                g["authorized_operations"] = RequestAuthorizer.authorized_operations(session, GROUP, g["group_id"])
+            groups.append(g)
+        body["groups"] = groups + extra
+        return body
+
+    return Partial(_with(r.req, group_ids=kept), merge)
+
+
+def _describe_share_group_offsets(r: _Request) -> Verdict:
+    """DescribeShareGroupOffsets: DESCRIBE on each group, DESCRIBE on each topic named (TOPIC_AUTHORIZATION_FAILED
+    per partition); all of a group's topics (none named): those the principal may not DESCRIBE are left out."""
+    groups, denied, fixes = [], [], {}
+    for g in r.req.groups:
+        if not r.allowed(Op.DESCRIBE, GROUP, g.group_id):
+            denied.append({"group_id": g.group_id, "topics": [], "error_code": E.GROUP_AUTHORIZATION_FAILED,
+                           "error_message": None})
+            continue
+        if g.topics is None:
+            fixes[g.group_id] = None
+            groups.append(g)
+            continue
+        kept, refused = _split(g.topics, lambda t: r.allowed(Op.DESCRIBE, TOPIC, t.topic_name))
+        if refused:
+            fixes[g.group_id] = [{"topic_name": t.topic_name, "topic_id": uuid.UUID(int=0), "partitions": [
+                {"partition_index": p, "start_offset": -1, "leader_epoch": -1, "lag": -1,
+                 "error_code": E.TOPIC_AUTHORIZATION_FAILED, "error_message": None} for p in t.partitions]}
+                for t in refused]
+            g = _with(g, topics=kept)
+        groups.append(g)
+    if not denied and not fixes:
+        return None
+
+    def merge(body: Any) -> Any:
+        for g in body.get("groups") or []:
+            if g["group_id"] not in fixes or g.get("error_code"):
+                continue
+            extra = fixes[g["group_id"]]
+            if extra is None:
+                g["topics"] = [t for t in g.get("topics") or [] if r.quietly(Op.DESCRIBE, TOPIC, t["topic_name"])]
+            else:
+                g["topics"] = list(g.get("topics") or []) + extra
+        body["groups"] = list(body.get("groups") or []) + denied
+        return body
+
+    return Partial(_with(r.req, groups=groups), merge)
+
+
+def _share_group_offsets(group_op: AclOperation, *, partitions: bool) -> Check:
+    """AlterShareGroupOffsets (READ on the group) and DeleteShareGroupOffsets (DELETE on the group): the whole
+    request needs ``group_op`` on the group; each topic needs READ (TOPIC_AUTHORIZATION_FAILED)."""
+
+    def check(r: _Request) -> Verdict:
+        req = r.req
+        if not r.allowed(group_op, GROUP, req.group_id):
+            return Deny(Obj(throttle_time_ms=0, error_code=E.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                            responses=[]))
+        kept, denied = _split(req.topics, lambda t: r.allowed(Op.READ, TOPIC, t.topic_name))
+        if not denied:
+            return None
+        if partitions:
+            extra = [{"topic_name": t.topic_name, "topic_id": uuid.UUID(int=0), "partitions": [
+                {"partition_index": p.partition_index, "error_code": E.TOPIC_AUTHORIZATION_FAILED,
+                 "error_message": None} for p in t.partitions]} for t in denied]
+        else:
+            extra = [{"topic_name": t.topic_name, "topic_id": uuid.UUID(int=0),
+                      "error_code": E.TOPIC_AUTHORIZATION_FAILED, "error_message": None} for t in denied]
+        append = _merge_list("responses", extra)
+        return Partial(_with(req, topics=kept), lambda body: body if body.get("error_code") else append(body))
+
+    return check
 
 
 def _list_groups(r: _Request) -> Verdict:

@@ -17,11 +17,14 @@ if TYPE_CHECKING:
     from broker.config.dynamic import DynamicBrokerConfig
     from broker.config.settings import BrokerConfig
     from broker.coordinator.group.service import GroupService
+    from broker.coordinator.group.share_service import ShareGroupService
+    from broker.coordinator.share.service import ShareCoordinatorService
     from broker.coordinator.txn.service import TransactionService
     from broker.handlers.authorization import RequestAuthorizer
     from broker.log.manager import LogManager
     from broker.observability.metrics import BrokerMetrics
     from broker.replication.replica_manager import ReplicaManager
+    from broker.replication.share.manager import SharePartitionManager
 
 __all__ = ["Services"]
 
@@ -43,6 +46,12 @@ class Services:
     configs: ConfigAdmin
     security: SecurityAdmin
     authz: RequestAuthorizer
+    #: share-partitions this broker leads: ShareFetch, ShareAcknowledge (KIP-932)
+    shares: SharePartitionManager
+    #: the share coordinator of the ``__share_group_state`` partitions this broker leads
+    share_state: ShareCoordinatorService
+    #: the group coordinator's share-group flows with the share coordinator (offsets admin, deletion)
+    share_groups: ShareGroupService
 
     @property
     def image(self) -> MetadataImage:

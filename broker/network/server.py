@@ -200,6 +200,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._loop: asyncio.AbstractEventLoop | None = None
         self.tasks: set[asyncio.Future[Any]] = set()
         self.state: dict[str, Any] = {}
+        #: called once the connection has closed (what is tied to it ends: share sessions)
+        self.close_callbacks: list[Callable[[], None]] = []
 
     # -- asyncio callbacks ---------------------------------------------------------
 
@@ -242,6 +244,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.server.unregister(self)
         for task in list(self.tasks):
             task.cancel()
+        for callback in self.close_callbacks:
+            try:
+                callback()
+            except Exception:
+                log.exception("a close callback of %s failed", self.peer)
+        self.close_callbacks.clear()
 
     def pause_writing(self) -> None:
         self.write_paused = True

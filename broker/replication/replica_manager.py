@@ -943,7 +943,8 @@ class ReplicaManager:
             return plog.log_end_offset
         return plog.last_stable_offset if isolation == 1 else plog.high_watermark
 
-    def _current_leader(self, topic: str, partition: int) -> dict[str, int]:
+    def current_leader(self, topic: str, partition: int) -> dict[str, int]:
+        """The partition's leader and epoch as the image has them (what a NOT_LEADER_OR_FOLLOWER answer names)."""
         pimg = self.image.partition(topic, partition)
         if pimg is None:
             return {"leader_id": -1, "leader_epoch": -1}
@@ -977,7 +978,7 @@ class ReplicaManager:
             if code != E.NONE or p is None:
                 entry["error_code"] = code
                 if code in (E.NOT_LEADER_OR_FOLLOWER, E.FENCED_LEADER_EPOCH) and fp.name is not None:
-                    current = self._current_leader(fp.name, fp.partition)
+                    current = self.current_leader(fp.name, fp.partition)
                     entry["current_leader"] = current
                     if current["leader_id"] >= 0:
                         leaders.add(current["leader_id"])
@@ -1027,7 +1028,7 @@ class ReplicaManager:
                 remaining = max(0, remaining - region.size)
                 min_one = False
         body = Obj(throttle_time_ms=0, error_code=0, session_id=0, responses=topics,
-                   node_endpoints=self._node_endpoints(leaders, listener) if version >= 16 else [])
+                   node_endpoints=self.node_endpoints(leaders, listener) if version >= 16 else [])
         return body, urgent
 
     def _bytes_out_counter(self, topic: str) -> Callable[[int], None]:
@@ -1035,7 +1036,8 @@ class ReplicaManager:
         metrics = self.metrics
         return lambda nbytes: metrics.bytes_out(topic, nbytes)
 
-    def _node_endpoints(self, nodes: set[int], listener: str | None) -> list[dict[str, Any]]:
+    def node_endpoints(self, nodes: set[int], listener: str | None) -> list[dict[str, Any]]:
+        """The addresses (on ``listener``) of the brokers a response names as new leaders."""
         out = []
         for node in sorted(nodes):
             reg = self.image.brokers.get(node)

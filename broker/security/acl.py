@@ -794,4 +794,31 @@ API_ACL_CHECKS: dict[ApiKey, tuple[AclCheck, ...]] = {
     ApiKey.LIST_TRANSACTIONS: (AclCheck(_Op.DESCRIBE, _X, None, _FIL, "transactional_id"),),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (AclCheck(_Op.READ, _G, _GAF, _REQ, "group_id"),),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (AclCheck(_Op.DESCRIBE, _G, _GAF, _RES, "group_id"),),
+    # share groups (KIP-932): KafkaApis.handleShareGroupHeartbeat ... handleDeleteShareGroupOffsets (Kafka 4.2)
+    ApiKey.SHARE_GROUP_HEARTBEAT: (
+        AclCheck(_Op.READ, _G, _GAF, _REQ, "group_id"),
+        AclCheck(_Op.DESCRIBE, _T, _TAF, _REQ, "subscribed_topic_names"),
+    ),
+    ApiKey.SHARE_GROUP_DESCRIBE: (
+        AclCheck(_Op.DESCRIBE, _G, _GAF, _RES, "group_id"),
+        AclCheck(_Op.DESCRIBE, _T, _TAF, _RES, "topic_name", "topics the members subscribe to or are assigned: "
+                                                             "the group is answered without them"),
+    ),
+    ApiKey.SHARE_FETCH: (AclCheck(_Op.READ, _G, _GAF, _REQ, "group_id"), AclCheck(_Op.READ, _T, _TAF, _RES, "topic")),
+    ApiKey.SHARE_ACKNOWLEDGE: (AclCheck(_Op.READ, _G, _GAF, _REQ, "group_id"),
+                               AclCheck(_Op.READ, _T, _TAF, _RES, "topic")),
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: (_cluster(_Op.CLUSTER_ACTION),),
+    ApiKey.READ_SHARE_GROUP_STATE: (_cluster(_Op.CLUSTER_ACTION),),
+    ApiKey.WRITE_SHARE_GROUP_STATE: (_cluster(_Op.CLUSTER_ACTION),),
+    ApiKey.DELETE_SHARE_GROUP_STATE: (_cluster(_Op.CLUSTER_ACTION),),
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (_cluster(_Op.CLUSTER_ACTION),),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (
+        AclCheck(_Op.DESCRIBE, _G, _GAF, _RES, "group_id"),
+        AclCheck(_Op.DESCRIBE, _T, _TAF, _RES, "topic_name", "topics named in the request"),
+        AclCheck(_Op.DESCRIBE, _T, None, _FIL, "topic_name", "all topics of the group (topics null)"),
+    ),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (AclCheck(_Op.READ, _G, _GAF, _REQ, "group_id"),
+                                       AclCheck(_Op.READ, _T, _TAF, _RES, "topic_name")),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (AclCheck(_Op.DELETE, _G, _GAF, _REQ, "group_id"),
+                                        AclCheck(_Op.READ, _T, _TAF, _RES, "topic_name")),
 }

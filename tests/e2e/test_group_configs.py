@@ -28,8 +28,9 @@ def broker(tmp_path: Path) -> Any:
         assert bp.stop() == 0, bp.log_tail()
 
 
-def values(bootstrap: str, group: str) -> dict[str, tuple[str, int]]:
-    return {k: (e.value, e.source) for k, e in describe(bootstrap, "GROUP", group).items()}
+def values(bootstrap: str, group: str, prefix: str = "consumer.") -> dict[str, tuple[str, int]]:
+    """The group's configs whose names start with ``prefix`` (consumer groups' by default)."""
+    return {k: (e.value, e.source) for k, e in describe(bootstrap, "GROUP", group).items() if k.startswith(prefix)}
 
 
 def heartbeat_interval(broker: BrokerProcess, group: str) -> int:
@@ -56,6 +57,11 @@ def test_group_configs_apply_to_members_and_survive_sigkill(broker: BrokerProces
     # any group id has its configs: the broker's defaults until set (source DEFAULT_CONFIG = 5)
     assert values(bs, "g1") == {"consumer.session.timeout.ms": ("45000", 5),
                                 "consumer.heartbeat.interval.ms": ("5000", 5)}
+    assert values(bs, "g1", "share.") == {  # share groups' (KIP-932), described for any group too
+        "share.session.timeout.ms": ("45000", 5), "share.heartbeat.interval.ms": ("5000", 5),
+        "share.record.lock.duration.ms": ("30000", 5), "share.delivery.count.limit": ("5", 5),
+        "share.partition.max.record.locks": ("2000", 5), "share.auto.offset.reset": ("latest", 5),
+        "share.isolation.level": ("read_uncommitted", 5)}
     assert heartbeat_interval(broker, "g1") == 5000
     incremental(bs, "GROUP", "g1", ("SET", "consumer.session.timeout.ms", "50000"),
                 ("SET", "consumer.heartbeat.interval.ms", "6000"))

@@ -275,6 +275,13 @@ def test_configs_of_a_group(broker):
     ]
     everything = {e["name"]: e["value"] for e in json.loads(ok(kbroker(
         broker, "configs", "describe", "--group", "other", "--all", "--json")))}
-    assert everything == {"consumer.session.timeout.ms": "45000", "consumer.heartbeat.interval.ms": "5000"}
+    assert everything == {"consumer.session.timeout.ms": "45000", "consumer.heartbeat.interval.ms": "5000",
+                          "share.session.timeout.ms": "45000", "share.heartbeat.interval.ms": "5000",
+                          "share.record.lock.duration.ms": "30000", "share.delivery.count.limit": "5",
+                          "share.partition.max.record.locks": "2000", "share.auto.offset.reset": "latest",
+                          "share.isolation.level": "read_uncommitted"}
+    ok(kbroker(broker, "configs", "alter", "--group", "billing", "--set", "share.auto.offset.reset=earliest"))
+    assert "share.auto.offset.reset=earliest (GROUP_CONFIG)" in ok(kbroker(broker, "configs", "describe", "--group",
+                                                                         "billing"))
     bad = kbroker(broker, "configs", "alter", "--group", "billing", "--set", "consumer.session.timeout.ms=1")
     assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stderr.decode()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from protocol.api import APIS
 from protocol.primitives import ZERO_UUID, Obj
 from protocol.schema import Field, Message, in_range
-from protocol.schemas import misc
+from protocol.schemas import misc, share_records
 
 MAX_ITEMS = 3
 MAX_TEXT = 12
@@ -90,7 +90,8 @@ def message_strategy(message: Message, version: int) -> st.SearchStrategy[Obj]:
 
 
 def misc_messages() -> list[Message]:
-    return [v for v in vars(misc).values() if isinstance(v, Message)]
+    """The standalone messages: headers, the consumer protocol, the coordinators' records."""
+    return [v for module in (misc, share_records) for v in vars(module).values() if isinstance(v, Message)]
 
 
 def all_message_versions() -> Iterator[tuple[str, Message, int]]:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -152,6 +152,40 @@ def test_decode_rows_rejects_a_bad_crc(codec: str) -> None:
 def test_decode_rows_wants_a_tuple_type(codec: str) -> None:
     with pytest.raises(TypeError):
         decode_rows(encode_batch([(b"k", b"v", None, 1)]), dict, "t", 0)
+
+
+class _Delivered(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Any]
+    delivery_count: int | None = None
+    note: str = "n"
+
+
+class _Undefaulted(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Any]
+    delivery_count: int
+
+
+def test_decode_rows_fills_the_defaults_of_fields_after_the_eight(codec: str) -> None:
+    rows = decode_rows(encode_batch([(b"k", b"v", None, 1), (None, b"w", None, 2)], base_offset=5), _Delivered, "t", 0)
+    assert [(type(r), r.offset, r.value, r.delivery_count, r.note, len(r)) for r in rows] == [
+        (_Delivered, 5, b"v", None, "n", 10), (_Delivered, 6, b"w", None, "n", 10)]
+    assert rows[0]._replace(delivery_count=3).delivery_count == 3
+    with pytest.raises(TypeError, match="defaults"):
+        decode_rows(encode_batch([(b"k", b"v", None, 1)]), _Undefaulted, "t", 0)
 
 
 # ------------------------------------------------------------------------------------- columns

@@ -14,7 +14,7 @@ import pytest
 from protocol import _schema_gen
 from protocol.api import APIS
 from protocol.schema import Field, Message
-from protocol.schemas import misc
+from protocol.schemas import misc, share_records
 
 PROTOCOL_DIR = Path(_schema_gen.__file__).resolve().parent
 SPEC_SETS = (Path("shared/reference/kafka-message-specs/trunk-2025-02-14"),
@@ -79,7 +79,8 @@ def test_typed_shapes_have_the_schema_fields(api: typing.Any) -> None:
         _assert_same_fields(getattr(typed, f"{message.name}Data"), message.fields, message.name)
 
 
-def test_typed_shapes_of_headers_and_records() -> None:
-    typed = importlib.import_module("protocol.messages.misc")
-    for message in _messages(misc):
+@pytest.mark.parametrize("schemas", [misc, share_records], ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_typed_shapes_of_headers_and_records(schemas: types.ModuleType) -> None:
+    typed = importlib.import_module(f"protocol.messages.{schemas.__name__.rsplit('.', 1)[-1]}")
+    for message in _messages(schemas):
         _assert_same_fields(getattr(typed, f"{message.name}Data"), message.fields, message.name)

@@ -61,6 +61,12 @@ def test_cases_cover_every_api_version() -> None:
         "ConsumerGroupCurrentMemberAssignmentValue", "ConsumerGroupPartitionMetadataKey",
         "ConsumerGroupPartitionMetadataValue", "ConsumerGroupRegularExpressionKey",
         "ConsumerGroupRegularExpressionValue", "TransactionLogKey", "TransactionLogValue",
+        "ShareGroupMemberMetadataKey", "ShareGroupMemberMetadataValue", "ShareGroupMetadataKey",
+        "ShareGroupMetadataValue", "ShareGroupTargetAssignmentMetadataKey", "ShareGroupTargetAssignmentMetadataValue",
+        "ShareGroupTargetAssignmentMemberKey", "ShareGroupTargetAssignmentMemberValue",
+        "ShareGroupCurrentMemberAssignmentKey", "ShareGroupCurrentMemberAssignmentValue",
+        "ShareGroupStatePartitionMetadataKey", "ShareGroupStatePartitionMetadataValue", "ShareSnapshotKey",
+        "ShareSnapshotValue", "ShareUpdateKey", "ShareUpdateValue",
     }
 
 

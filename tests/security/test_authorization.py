@@ -471,3 +471,148 @@ def test_a_refused_find_coordinator_names_no_node(setup, version: int) -> None:
     answer = wire(ApiKey.FIND_COORDINATOR, version, verdict.body)
     assert (answer.error_code, answer.node_id, answer.host, answer.port) == (E.GROUP_AUTHORIZATION_FAILED, -1, "",
                                                                              -1)
+
+
+# -- share groups (KIP-932) ------------------------------------------------------------------
+
+
+def share_heartbeat(topics: list[str] | None) -> Obj:
+    return request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, {"group_id": "g", "member_id": "m", "member_epoch": 0,
+                                                     "rack_id": None, "subscribed_topic_names": topics})
+
+
+def test_a_share_group_heartbeat_needs_read_on_the_group_and_describe_on_its_topics(setup) -> None:
+    authorizer, _, denials = setup
+    assert isinstance(check(setup, ApiKey.SHARE_GROUP_HEARTBEAT, 1, share_heartbeat(["orders"])), Deny)
+    authorizer.add([allow(ResourceType.GROUP, "g", AclOperation.READ),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.DESCRIBE)])
+    assert check(setup, ApiKey.SHARE_GROUP_HEARTBEAT, 1, share_heartbeat(["orders"])) is None
+    verdict = check(setup, ApiKey.SHARE_GROUP_HEARTBEAT, 1, share_heartbeat(["orders", "secret"]))
+    assert isinstance(verdict, Deny)
+    answer = wire(ApiKey.SHARE_GROUP_HEARTBEAT, 1, verdict.body)
+    assert (answer.error_code, answer.assignment) == (E.TOPIC_AUTHORIZATION_FAILED, None)
+    assert denials[("ShareGroupHeartbeat", "TOPIC")] == 1
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(ApiKey.SHARE_FETCH, 1), (ApiKey.SHARE_FETCH, 2),
+                                                  (ApiKey.SHARE_ACKNOWLEDGE, 1), (ApiKey.SHARE_ACKNOWLEDGE, 2)])
+def test_share_fetch_and_acknowledge_need_read_on_the_group_and_each_topic(setup, api_key: ApiKey,
+                                                                           version: int) -> None:
+    authorizer, _, _ = setup
+    topics = [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}
+              for tid in (TOPIC_ID, SECRET_ID)]
+    body: dict[str, Any] = {"group_id": "g", "member_id": "m", "share_session_epoch": 0, "topics": topics}
+    if api_key == ApiKey.SHARE_FETCH:
+        body.update(max_wait_ms=0, min_bytes=1, max_bytes=1000, max_records=10, batch_size=10,
+                    forgotten_topics_data=[])
+    req = request(api_key, version, body)
+    refused = check(setup, api_key, version, req)
+    assert isinstance(refused, Deny) and wire(api_key, version, refused.body).error_code == \
+        E.GROUP_AUTHORIZATION_FAILED
+    authorizer.add([allow(ResourceType.GROUP, "g", AclOperation.READ),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.READ)])
+    verdict = check(setup, api_key, version, req)
+    assert isinstance(verdict, Partial) and [t.topic_id for t in verdict.request.topics] == [TOPIC_ID]
+    handled = Obj(throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=30000,
+                  responses=[], node_endpoints=[])
+    answer = wire(api_key, version, verdict.merge(handled))
+    [denied] = answer.responses
+    assert denied.topic_id == SECRET_ID and denied.partitions[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("api_key", [ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE,
+                                     ApiKey.WRITE_SHARE_GROUP_STATE, ApiKey.DELETE_SHARE_GROUP_STATE,
+                                     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY])
+def test_share_state_requests_are_brokers_only(setup, api_key: ApiKey) -> None:
+    authorizer, _, _ = setup
+    fields = {"partition": 3, "state_epoch": 1, "leader_epoch": 0, "start_offset": 0, "state_batches": []}
+    wanted = {ApiKey.INITIALIZE_SHARE_GROUP_STATE: ("partition", "state_epoch", "start_offset"),
+              ApiKey.READ_SHARE_GROUP_STATE: ("partition", "leader_epoch"),
+              ApiKey.WRITE_SHARE_GROUP_STATE: tuple(fields),
+              ApiKey.DELETE_SHARE_GROUP_STATE: ("partition",),
+              ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: ("partition", "leader_epoch")}[api_key]
+    partition = {name: fields[name] for name in wanted}
+    req = request(api_key, 0, {"group_id": "g", "topics": [{"topic_id": TOPIC_ID, "partitions": [partition]}]})
+    verdict = check(setup, api_key, 0, req)
+    assert isinstance(verdict, Deny)
+    [result] = wire(api_key, 0, verdict.body).results
+    assert (result.partitions[0].partition, result.partitions[0].error_code) == (3, E.CLUSTER_AUTHORIZATION_FAILED)
+    authorizer.add([allow(ResourceType.CLUSTER, "kafka-cluster", AclOperation.CLUSTER_ACTION, principal="User:broker")])
+    assert check(setup, api_key, 0, req, principal="User:broker") is None
+
+
+def test_share_group_describe_hides_groups_with_topics_it_may_not_see(setup) -> None:
+    authorizer, _, _ = setup
+    authorizer.add([allow(ResourceType.GROUP, "g", AclOperation.DESCRIBE, pattern=PatternType.PREFIXED),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.DESCRIBE)])
+    req = request(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": ["g1", "g2", "g3", "other"],
+                                                   "include_authorized_operations": False})
+    verdict = check(setup, ApiKey.SHARE_GROUP_DESCRIBE, 1, req)
+    assert isinstance(verdict, Partial)
+
+    def group(gid: str, subscribed: list[str], *topics: tuple[uuid.UUID, str]) -> dict[str, Any]:
+        return {"error_code": 0, "error_message": None, "group_id": gid, "group_state": "Stable", "group_epoch": 3,
+                "assignment_epoch": 3, "assignor_name": "simple", "authorized_operations": -2147483648,
+                "members": [{"member_id": "m", "rack_id": None, "member_epoch": 3, "client_id": "c",
+                             "client_host": "h", "subscribed_topic_names": subscribed,
+                             "assignment": {"topic_partitions": [{"topic_id": tid, "topic_name": name,
+                                                                  "partitions": [0]} for tid, name in topics]}}]}
+
+    handled = Obj(throttle_time_ms=0, groups=[group("g1", ["orders"], (TOPIC_ID, "orders")),
+                                              group("g2", ["orders"], (SECRET_ID, "secret")),
+                                              group("g3", ["orders", "secret"], (TOPIC_ID, "orders"))])
+    by_id = {g.group_id: g for g in wire(ApiKey.SHARE_GROUP_DESCRIBE, 1, verdict.merge(handled)).groups}
+    assert by_id["g1"].error_code == 0 and by_id["g1"].members[0].subscribed_topic_names == ["orders"]
+    for gid in ("g2", "g3"):  # neither an assigned nor a subscribed name leaks
+        assert (by_id[gid].error_code, list(by_id[gid].members)) == (E.TOPIC_AUTHORIZATION_FAILED, [])
+    assert by_id["other"].error_code == E.GROUP_AUTHORIZATION_FAILED
+
+
+def test_describe_share_group_offsets_leaves_out_topics_it_may_not_see(setup) -> None:
+    authorizer, _, _ = setup
+    authorizer.add([allow(ResourceType.GROUP, "g", AclOperation.DESCRIBE),
+                    allow(ResourceType.TOPIC, "orders", AclOperation.DESCRIBE)])
+    req = request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
+        {"group_id": "g", "topics": None}, {"group_id": "other", "topics": None}]})
+    verdict = check(setup, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, req)
+    assert isinstance(verdict, Partial)
+
+    def partitions(start: int) -> list[dict[str, Any]]:
+        return [{"partition_index": 0, "start_offset": start, "leader_epoch": 0, "lag": 1, "error_code": 0,
+                 "error_message": None}]
+
+    handled = Obj(throttle_time_ms=0, groups=[{"group_id": "g", "error_code": 0, "error_message": None, "topics": [
+        {"topic_name": "orders", "topic_id": TOPIC_ID, "partitions": partitions(5)},
+        {"topic_name": "secret", "topic_id": SECRET_ID, "partitions": partitions(7)}]}])
+    by_id = {g.group_id: g for g in wire(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, verdict.merge(handled)).groups}
+    assert [t.topic_name for t in by_id["g"].topics] == ["orders"]
+    assert by_id["other"].error_code == E.GROUP_AUTHORIZATION_FAILED
+    named = request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [
+        {"group_id": "g", "topics": [{"topic_name": "secret", "partitions": [0]}]}]})
+    verdict = check(setup, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, named)
+    assert isinstance(verdict, Partial) and list(verdict.request.groups[0].topics) == []
+    answer = wire(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, verdict.merge(Obj(throttle_time_ms=0, groups=[
+        {"group_id": "g", "error_code": 0, "error_message": None, "topics": []}])))
+    assert answer.groups[0].topics[0].partitions[0].error_code == E.TOPIC_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize(("api_key", "group_op"), [(ApiKey.ALTER_SHARE_GROUP_OFFSETS, AclOperation.READ),
+                                                   (ApiKey.DELETE_SHARE_GROUP_OFFSETS, AclOperation.DELETE)])
+def test_altering_and_deleting_share_group_offsets(setup, api_key: ApiKey, group_op: AclOperation) -> None:
+    authorizer, _, _ = setup
+    if api_key == ApiKey.ALTER_SHARE_GROUP_OFFSETS:
+        topics = [{"topic_name": n, "partitions": [{"partition_index": 0, "start_offset": 0}]}
+                  for n in ("orders", "secret")]
+    else:
+        topics = [{"topic_name": n} for n in ("orders", "secret")]
+    req = request(api_key, 0, {"group_id": "g", "topics": topics})
+    refused = check(setup, api_key, 0, req)
+    assert isinstance(refused, Deny) and wire(api_key, 0, refused.body).error_code == E.GROUP_AUTHORIZATION_FAILED
+    authorizer.add([allow(ResourceType.GROUP, "g", group_op), allow(ResourceType.TOPIC, "orders", AclOperation.READ)])
+    verdict = check(setup, api_key, 0, req)
+    assert isinstance(verdict, Partial) and [t.topic_name for t in verdict.request.topics] == ["orders"]
+    answer = wire(api_key, 0, verdict.merge(Obj(throttle_time_ms=0, error_code=0, error_message=None,
+                                                responses=[])))
+    [denied] = answer.responses
+    code = denied.partitions[0].error_code if api_key == ApiKey.ALTER_SHARE_GROUP_OFFSETS else denied.error_code
+    assert (denied.topic_name, code) == ("secret", E.TOPIC_AUTHORIZATION_FAILED)

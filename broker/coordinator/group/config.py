@@ -1,4 +1,4 @@
-"""Configuration of the group coordinator (classic and consumer groups) (Kafka's ``group.*`` / ``offsets.*`` settings).
+"""Configuration of the group coordinator (classic, consumer and share groups) (Kafka's ``group.*`` / ``offsets.*`` settings).
 
 Defaults are Kafka's (``GroupCoordinatorConfig``), see docs/classic-groups.md "Defaults".
 """
@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .consumer_group import ConsumerGroupConfig
+from .share_group import ShareGroupConfig
 
 __all__ = ["GroupConfig"]
 
@@ -27,3 +28,5 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600_000
     #: KIP-848 consumer groups (``group.consumer.*``)
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    #: share groups (``group.share.*``)
+    share: ShareGroupConfig = field(default_factory=ShareGroupConfig)

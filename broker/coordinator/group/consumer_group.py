@@ -344,9 +344,11 @@ class ConsumerGroups:
         return True
 
     def committed(self, records: Iterable[tuple[str, bytes, bytes | None]]) -> None:
-        """``records`` (as :meth:`drain` gave them) were written durably."""
+        """``records`` (as the shard's writes carried them) were written durably; only consumer-group
+        records are kept (share groups keep theirs)."""
         for gid, key, value in records:
-            self._remember(gid, key, value)
+            if len(key) >= 2 and _I16.unpack_from(key)[0] in CONSUMER_RECORD_TYPES:
+                self._remember(gid, key, value)
 
     def _remember(self, gid: str, key: bytes, value: bytes | None) -> None:
         kept = self._committed.get(gid)

@@ -1,11 +1,12 @@
 """The group coordinator shard of one ``__consumer_offsets`` partition (Kafka's ``GroupCoordinatorShard``).
 
 A pure, effect-returning state machine composed of two managers: membership
-(:class:`~broker.coordinator.group.membership.GroupMetadataManager`: classic and KIP-848 groups)
+(:class:`~broker.coordinator.group.membership.GroupMetadataManager`: classic, KIP-848 and share groups)
 and offsets (:class:`~broker.coordinator.group.offsets.OffsetMetadataManager`: committed and
 transactional offsets).  The shard owns what spans both — the API entry points, group deletion
 (DeleteGroups and expiry, which tombstone a group's offsets and the group), the retention timer,
 transaction markers — and the one path records take into the state: :meth:`GroupCoordinator.replay`.
+The share-group entry points are :class:`~broker.coordinator.group.share_apis.ShareGroupApis`'.
 
 No sockets, no asyncio, no sleeps: every entry point takes the current time ``now_ms`` and returns
 an :class:`~broker.coordinator.group.writes.Effects`.  The caller (the asyncio edge) must
@@ -49,6 +50,7 @@ from .membership import GroupMetadataManager, default_member_id
 from .model import Group, OffsetEntry
 from .offsets import OffsetMetadataManager
 from .records import GroupCoordinatorRecord, GroupMetadataRecord, OffsetCommitRecord, decode_record
+from .share_apis import ShareGroupApis
 from .timers import KeyedTimers
 from .writes import Effects, GroupWrite, ShardWrites, commit_error, group_write_error
 
@@ -63,12 +65,13 @@ Response = dict[str, Any]
 #: the group APIs as plain ints for the request path (an IntEnum comparison costs more)
 _JOIN_GROUP = int(ApiKey.JOIN_GROUP)
 _CONSUMER_GROUP_HEARTBEAT = int(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+_SHARE_GROUP_HEARTBEAT = int(ApiKey.SHARE_GROUP_HEARTBEAT)
 _CLASSIC_MEMBERSHIP = frozenset({_JOIN_GROUP, int(ApiKey.HEARTBEAT), int(ApiKey.LEAVE_GROUP),
                                  int(ApiKey.SYNC_GROUP)})
 _RETENTION = "retention"
 
 
-class GroupCoordinator:
+class GroupCoordinator(ShareGroupApis):
     """The group coordinator shard: every group and committed offset of this broker's ``__consumer_offsets``
     partitions, through its membership (:attr:`membership`) and offset (:attr:`offset_manager`) managers.
 
@@ -136,9 +139,12 @@ class GroupCoordinator:
         if api_key == _CONSUMER_GROUP_HEARTBEAT:
             return self.consumer_group_heartbeat(now_ms, api_version, request, token, client_id=client_id,
                                                  client_host=client_host, topic_view=topic_view)
-        if api_key in _CLASSIC_MEMBERSHIP and self.membership.names_consumer_group(request):
+        if api_key == _SHARE_GROUP_HEARTBEAT:
+            return self.share_group_heartbeat(now_ms, api_version, request, token, client_id=client_id,
+                                              client_host=client_host)
+        if api_key in _CLASSIC_MEMBERSHIP and self.membership.names_other_group(request):
             self._begin(now_ms)
-            self.membership.classic_on_consumer_group(api_key, api_version, request, token)
+            self.membership.classic_on_other_group(api_key, api_version, request, token)
             return self._finish()
         if api_key == _JOIN_GROUP:
             return self.join_group(now_ms, api_version, request, token, client_id=client_id, client_host=client_host)
@@ -200,7 +206,8 @@ class GroupCoordinator:
         return self._finish()
 
     def metadata_changed(self, now_ms: int) -> Effects:
-        """Topics were created, deleted or changed: consumer groups refresh their subscriptions (and targets)."""
+        """Topics were created, deleted or changed: consumer and share groups refresh their subscriptions (and
+        targets)."""
         self._begin(now_ms)
         self.membership.metadata_changed()
         return self._finish()
@@ -374,7 +381,7 @@ class GroupCoordinator:
         ``producer_id``: the batch's when it is transactional.  Call :meth:`complete_load` at the end."""
         record = decode_record(key, value)
         if record is None:
-            self.consumer.replay(key, value)
+            self.consumer.replay(key, value) or self.share.replay(key, value)
         else:
             self.replay(record, producer_id)
 
@@ -401,4 +408,5 @@ _BY_KEY: dict[int, Callable[..., Effects]] = {
     ApiKey.DELETE_GROUPS: GroupCoordinator.delete_groups,
     ApiKey.OFFSET_DELETE: GroupCoordinator.offset_delete,
     ApiKey.CONSUMER_GROUP_DESCRIBE: GroupCoordinator.consumer_group_describe,
+    ApiKey.SHARE_GROUP_DESCRIBE: GroupCoordinator.share_group_describe,
 }

@@ -1,8 +1,10 @@
-"""Group membership (Kafka's ``GroupMetadataManager``): classic groups, and the KIP-848 consumer groups of a shard.
+"""Group membership (Kafka's ``GroupMetadataManager``): classic groups, and the KIP-848 consumer groups and
+KIP-932 share groups of a shard.
 
 Owns the groups of one ``__consumer_offsets`` shard — classic groups (JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup, DescribeGroups, ListGroups, their timers) and the
+Heartbeat, LeaveGroup, DescribeGroups, ListGroups, their timers), the
 :class:`~broker.coordinator.group.consumer_group.ConsumerGroups` (ConsumerGroupHeartbeat /
+Describe) and the :class:`~broker.coordinator.group.share_group.ShareGroups` (ShareGroupHeartbeat /
 Describe) — and says what the offset manager and the shard may do with a group: who may commit or
 fetch offsets, which offsets a group keeps, whether it may be deleted.  Committed offsets are
 :mod:`broker.coordinator.group.offsets`'; the shard (:mod:`broker.coordinator.group.coordinator`)
@@ -18,9 +20,10 @@ How records reach this state, as in Kafka:
   gets the old one back if the write fails.  :meth:`GroupMetadataManager.replay` rebuilds a group from
   its snapshot on load, and removes it on its tombstone: a deleted group is Dead while its tombstones
   are in flight and disappears when the shard replays the committed tombstone;
-* consumer-group records are replayed when emitted (the heartbeat state machine reads its own
-  records back, as Kafka's runtime replays a write's records at once), committed with their write,
-  and the groups reverted to what is stored when it fails (:meth:`ConsumerGroups.revert`).
+* consumer- and share-group records are replayed when emitted (the heartbeat state machine reads its
+  own records back, as Kafka's runtime replays a write's records at once), committed with their write,
+  and the groups reverted to what is stored when it fails (:meth:`ConsumerGroups.revert`,
+  :meth:`ShareGroups.revert`).
 
 Membership itself (joins, leaves, expiries) is not rolled back when the write that persists it
 fails; the next successful group write carries it.
@@ -63,6 +66,7 @@ from .config import GroupConfig
 from .consumer_group import TIMER_KINDS, ConsumerGroups, TopicCatalog, TopicView
 from .model import Group, GroupState, Member
 from .records import GroupMetadataRecord, subscribed_topics
+from .share_group import SHARE_TIMER_KINDS, ShareGroups
 from .timers import KeyedTimers
 from .writes import GroupWrite, ShardWrites, StateBefore, group_write_error
 
@@ -118,7 +122,7 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
 
 
 class GroupMetadataManager:
-    """The classic and consumer groups of one shard (see the module doc).
+    """The classic, consumer and share groups of one shard (see the module doc).
 
     ``member_id_factory(prefix)`` makes classic member ids (Kafka: prefix + "-" + UUID);
     ``group_configs(group_id)`` a group's configs (KIP-848 overrides).
@@ -133,8 +137,12 @@ class GroupMetadataManager:
         self.timers = timers
         self.groups: dict[str, Group] = {}
         #: the KIP-848 consumer groups of this shard (one shard holds both kinds; ids are unique across them)
-        self.consumer = ConsumerGroups(config.consumer, topics or _NoTopics(), timers,
+        catalog = topics or _NoTopics()
+        self.consumer = ConsumerGroups(config.consumer, catalog, timers,
                                        is_classic_group=self._classic_in_use, group_configs=group_configs)
+        #: the share groups (KIP-932) of this shard
+        self.share = ShareGroups(config.share, catalog, timers, other_group=self.other_group_kind,
+                                 group_configs=group_configs)
         self._new_member_id = member_id_factory
         # groups whose deletion is in flight (Dead for writes, still Empty for reads)
         self._deleting: dict[str, Group] = {}
@@ -155,7 +163,7 @@ class GroupMetadataManager:
     def ensure_group(self, group_id: str) -> None:
         """A group with committed offsets exists: offsets of a client that does not use group membership
         make a "simple" group (an Empty classic group without a protocol type), as Kafka's."""
-        if group_id not in self.groups and group_id not in self.consumer.groups:
+        if group_id not in self.groups and group_id not in self.consumer.groups and group_id not in self.share.groups:
             self.groups[group_id] = Group(group_id)
 
     def _group_from_record(self, group_id: str, v: dict[str, Any]) -> Group:
@@ -185,6 +193,7 @@ class GroupMetadataManager:
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)
         self.consumer.complete_load(now_ms)
+        self.share.complete_load(now_ms)
 
     # ============================================================================ writes completing
 
@@ -206,15 +215,18 @@ class GroupMetadataManager:
             self._group_kept(group, before)
 
     def consumer_records_committed(self, records: list[tuple[str, bytes, bytes | None]]) -> None:
-        """A write of consumer-group records (replayed when emitted) committed: they are what is stored."""
+        """A write of consumer- or share-group records (replayed when emitted) committed: they are what is
+        stored."""
         self.consumer.committed(records)
+        self.share.committed(records)
 
     def consumer_records_failed(self, failed: list[tuple[str, bytes, bytes | None]],
                                 in_flight: list[tuple[str, bytes, bytes | None]]) -> set[str]:
-        """A write of consumer-group records failed: its groups go back to their committed records and
-        those of ``in_flight`` (the writes still to complete); the group ids reverted."""
+        """A write of consumer- or share-group records failed: its groups go back to their committed records
+        and those of ``in_flight`` (the writes still to complete); the group ids reverted."""
         reverted = {gid for gid, _, _ in failed}
         self.consumer.revert(self._w.now, reverted, in_flight)
+        self.share.revert(self._w.now, reverted, in_flight)
         return reverted
 
     # ============================================================================ consumer groups (KIP-848)
@@ -243,15 +255,17 @@ class GroupMetadataManager:
                               "groups": self.consumer.describe(api_version, request.get("group_ids") or ())})
 
     def metadata_changed(self) -> None:
-        """Topics were created, deleted or changed: consumer groups refresh their subscriptions (and targets)."""
+        """Topics were created, deleted or changed: consumer and share groups refresh their subscriptions (and
+        targets)."""
         self.consumer.metadata_changed(self._w.now)
+        self.share.metadata_changed(self._w.now)
         self.consumer_writes()
 
     def consumer_writes(self) -> list[GroupWrite]:
-        """Put the records the consumer groups emitted into this call's writes; when one commits its
-        records become the groups' committed state, when one fails its groups revert to that state."""
+        """Put the records the consumer and share groups emitted into this call's writes; when one commits
+        its records become the groups' committed state, when one fails its groups revert to that state."""
         writes: dict[int, GroupWrite] = {}
-        for gid, key, value in self.consumer.drain():
+        for gid, key, value in [*self.consumer.drain(), *self.share.drain()]:
             partition = self._w.partition(gid)
             pw = writes.get(partition)
             if pw is None:
@@ -261,24 +275,37 @@ class GroupMetadataManager:
         return list(writes.values())
 
     def _classic_in_use(self, group_id: str) -> bool:
-        """A classic group with members (or being deleted) holds ``group_id``."""
+        """A share group, or a classic group with members (or being deleted), holds ``group_id``."""
         group = self.groups.get(group_id)
-        return group is not None and (bool(group.members) or group.state is DEAD or group_id in self._deleting)
+        return group_id in self.share.groups or (
+            group is not None and (bool(group.members) or group.state is DEAD or group_id in self._deleting))
 
-    def names_consumer_group(self, request: Request) -> bool:
-        """The classic request names a consumer group (see :meth:`classic_on_consumer_group`)."""
-        return (request.get("group_id") or "") in self.consumer.groups
+    def other_group_kind(self, group_id: str) -> str | None:
+        """The kind of group of another type holding ``group_id`` (a share group cannot take it)."""
+        if group_id in self.consumer.groups:
+            return "consumer"
+        group = self.groups.get(group_id)
+        if group is not None and group.state is not DEAD:
+            return "classic"
+        return None
 
-    def classic_on_consumer_group(self, api_key: int, version: int, request: Request, token: Hashable) -> None:
-        """A classic-protocol request naming a consumer group: Kafka's errors (INCONSISTENT_GROUP_PROTOCOL for
-        JoinGroup, UNKNOWN_MEMBER_ID for the rest); an Empty consumer group is converted by a JoinGroup."""
-        group = self.consumer.groups[request.get("group_id")]
-        if not group.members and api_key == _JOIN_GROUP:
+    def names_other_group(self, request: Request) -> bool:
+        """The classic request names a consumer or share group (see :meth:`classic_on_other_group`)."""
+        gid = request.get("group_id") or ""
+        return gid in self.consumer.groups or gid in self.share.groups
+
+    def classic_on_other_group(self, api_key: int, version: int, request: Request, token: Hashable) -> None:
+        """A classic-protocol request naming a consumer or share group: Kafka's errors
+        (INCONSISTENT_GROUP_PROTOCOL for JoinGroup, UNKNOWN_MEMBER_ID for the rest); an Empty consumer
+        group is converted by a JoinGroup."""
+        gid = request.get("group_id") or ""
+        group = self.consumer.groups.get(gid)
+        if group is not None and not group.members and api_key == _JOIN_GROUP:
             self.consumer.delete(group)
             self.consumer_writes()
             self.join_group(version, request, token)
         elif api_key == _JOIN_GROUP:
-            self._join_error(_Join(version, token, group.group_id, request.get("member_id") or "", None, 0, 0, "",
+            self._join_error(_Join(version, token, gid, request.get("member_id") or "", None, 0, 0, "",
                                    (), "", ""), E.INCONSISTENT_GROUP_PROTOCOL)
         elif api_key == _SYNC_GROUP:
             self._w.reply(token, _sync_response(version, E.UNKNOWN_MEMBER_ID))
@@ -842,10 +869,14 @@ class GroupMetadataManager:
     # ============================================================================ timers
 
     def on_timer(self, key: Any) -> None:
-        """A timer of :data:`CLASSIC_TIMER_KINDS` or the consumer groups' :data:`TIMER_KINDS` fired."""
+        """A timer of :data:`CLASSIC_TIMER_KINDS`, the consumer groups' :data:`TIMER_KINDS` or the share
+        groups' :data:`SHARE_TIMER_KINDS` fired."""
         kind = key[0]
         if kind in TIMER_KINDS:
             self.consumer.on_timer(self._w.now, key)
+            self.consumer_writes()
+        elif kind in SHARE_TIMER_KINDS:
+            self.share.on_timer(self._w.now, key)
             self.consumer_writes()
         elif kind == _HEARTBEAT:
             self._on_session_expired(key[1], key[2])
@@ -981,6 +1012,9 @@ class GroupMetadataManager:
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             return E.NON_EMPTY_GROUP if consumer_group.members else None
+        share_group = self.share.groups.get(group_id)
+        if share_group is not None:  # its share state was deleted first (the service's part)
+            return E.NON_EMPTY_GROUP if share_group.members else None
         group = self.groups.get(group_id)
         if (group is None and not has_offsets) or (group is not None and group.state is DEAD):
             return E.GROUP_ID_NOT_FOUND
@@ -1000,13 +1034,17 @@ class GroupMetadataManager:
         return group is not None and group.state is EMPTY and not group.pending_members
 
     def delete_group(self, pw: GroupWrite, group_id: str) -> None:
-        """Add ``group_id``'s tombstone to ``pw`` (its offsets' are the offset manager's): a consumer group's
-        records go at once; a classic group is Dead for writes (joins and commits get
+        """Add ``group_id``'s tombstone to ``pw`` (its offsets' are the offset manager's): a consumer or share
+        group's records go at once; a classic group is Dead for writes (joins and commits get
         COORDINATOR_NOT_AVAILABLE) and still Empty for reads until the write completes, then gone (or Empty
         again if it fails)."""
         consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            self.consumer.delete(consumer_group)
+        share_group = self.share.groups.get(group_id)
+        if consumer_group is not None or share_group is not None:
+            if consumer_group is not None:
+                self.consumer.delete(consumer_group)
+            else:
+                self.share.delete(share_group)
             self.consumer_writes()
             self._w.fx.removed_groups.append(group_id)
             return
@@ -1051,12 +1089,13 @@ class GroupMetadataManager:
         out = []
         for gid in request.get("groups") or ():
             group = self._committed_group(gid)
-            if group is None or gid in self.consumer.groups:
+            other = gid in self.consumer.groups or gid in self.share.groups
+            if group is None or other:
                 entry: Response = {"error_code": E.GROUP_ID_NOT_FOUND if v >= 6 else E.NONE, "group_id": gid,
                                    "group_state": DEAD.value, "protocol_type": "", "protocol_data": "",
                                    "members": []}
                 if v >= 6:
-                    entry["error_message"] = f"Group {gid} is not a classic group." if gid in self.consumer.groups \
+                    entry["error_message"] = f"Group {gid} is not a classic group." if other \
                         else f"Group {gid} not found."
             else:
                 state = EMPTY if gid in self._deleting else group.state
@@ -1106,6 +1145,8 @@ class GroupMetadataManager:
                 if v >= 5:
                     entry["group_type"] = "consumer"
                 out.append(entry)
+        if not types or "share" in types:
+            out += self._share_groups_listed(v, states)
         if not types or "classic" in types:
             for group in self.groups.values():
                 state = EMPTY if self._deleting.get(group.group_id) is group else group.state
@@ -1121,6 +1162,20 @@ class GroupMetadataManager:
         if v >= 1:
             resp["throttle_time_ms"] = 0
         self._w.reply(token, resp)
+
+    def _share_groups_listed(self, version: int, states: set[str]) -> list[Response]:
+        """ListGroups entries of the share groups."""
+        out: list[Response] = []
+        for sg in self.share.groups.values():
+            if states and sg.state.lower() not in states:
+                continue
+            entry: Response = {"group_id": sg.group_id, "protocol_type": "share"}
+            if version >= 4:
+                entry["group_state"] = sg.state
+            if version >= 5:
+                entry["group_type"] = "share"
+            out.append(entry)
+        return out
 
     def _group_kept(self, group: Group, before: tuple[GroupState, GroupState | None, int]) -> None:
         gid = group.group_id

@@ -37,6 +37,7 @@ from protocol.error_response import error_response
 from protocol.primitives import Obj
 
 if TYPE_CHECKING:
+    from broker.coordinator.group.share_service import ShareGroupService
     from broker.coordinator.txn.verifier import TxnVerifier
     from broker.observability.metrics import BrokerMetrics
     from broker.replication.replica_manager import ReplicaManager
@@ -88,6 +89,8 @@ class GroupService:
         self._placed_over: int | None = None
         #: checks transactional offset commits with their transaction coordinator (set by the composition root)
         self.txn_verifier: TxnVerifier | None = None
+        #: share groups' flows with the share coordinator (set by the composition root)
+        self.share: ShareGroupService | None = None
         self.runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
             topic=OFFSETS_TOPIC, replica=replica, timer=timer, new_coordinator=self._new_coordinator,
             on_effects=self._on_effects, after_poll=self._track_rebalances, on_unload=self._forget_generations,
@@ -157,7 +160,13 @@ class GroupService:
         return self._scatter(ApiKey.DESCRIBE_GROUPS, version, req, "groups", "groups", _describe_error)
 
     def delete_groups(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
-        return self._scatter(ApiKey.DELETE_GROUPS, version, req, "groups_names", "results", _delete_error)
+        def delete(r: Obj) -> Any:
+            return self._scatter(ApiKey.DELETE_GROUPS, version, r, "groups_names", "results", _delete_error)
+
+        return delete(req) if self.share is None else self.share.delete_groups(version, req, delete)
+
+    def share_group_describe(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        return self._scatter(ApiKey.SHARE_GROUP_DESCRIBE, version, req, "group_ids", "groups", _share_describe_error)
 
     def consumer_group_describe(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
         return self._scatter(ApiKey.CONSUMER_GROUP_DESCRIBE, version, req, "group_ids", "groups",
@@ -305,6 +314,8 @@ class GroupService:
 
     # -- effects ---------------------------------------------------------------------
     def _on_effects(self, shard: GroupShard, effects: Effects) -> None:
+        if self.share is not None:
+            self.share.after_effects(shard)
         if shard.coordinator is not None:
             bumps = shard.coordinator.consumer.take_epoch_bumps()
             if bumps:
@@ -422,6 +433,11 @@ def _describe_error(group_id: str, code: int) -> dict[str, Any]:
 
 
 def _consumer_describe_error(group_id: str, code: int) -> dict[str, Any]:
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "group_epoch": -1,
+            "assignment_epoch": -1, "assignor_name": "", "members": [], "authorized_operations": -2147483648}
+
+
+def _share_describe_error(group_id: str, code: int) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "", "group_epoch": -1,
             "assignment_epoch": -1, "assignor_name": "", "members": [], "authorized_operations": -2147483648}
 

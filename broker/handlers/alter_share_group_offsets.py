@@ -1,0 +1,20 @@
+"""AlterShareGroupOffsets (91): an Empty share group's start offsets set (its partitions' share state initialised again).  See :mod:`broker.coordinator.group.share_service`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.handlers.registry import Reply, handles
+from protocol.api import ApiKey
+from protocol.primitives import Obj
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from broker.handlers.context import RequestContext
+    from broker.handlers.services import Services
+
+
+@handles(ApiKey.ALTER_SHARE_GROUP_OFFSETS, versions=(0, 0))
+def alter_share_group_offsets(s: Services, ctx: RequestContext, req: Obj) -> Reply | Awaitable[Reply]:
+    return s.share_groups.alter_offsets(ctx.version, req)

@@ -1,0 +1,39 @@
+"""DeleteShareGroupOffsets (API key 92): request and response, v0-v0.
+
+Declarative schema generated from Apache Kafka's message specs by
+``protocol/_schema_gen.py``; field names are snake_case of the spec names.
+"""
+
+from protocol.schema import Field as F
+from protocol.schema import Message
+
+DeleteShareGroupOffsetsRequest = Message(
+    'DeleteShareGroupOffsetsRequest',
+    api_key=92,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('group_id', 'string', (0, None)),
+        F('topics', '[]struct', (0, None), fields=(
+            F('topic_name', 'string', (0, None)),
+        )),
+    ),
+)
+
+DeleteShareGroupOffsetsResponse = Message(
+    'DeleteShareGroupOffsetsResponse',
+    api_key=92,
+    versions=(0, 0),
+    flexible_from=0,
+    fields=(
+        F('throttle_time_ms', 'int32', (0, None)),
+        F('error_code', 'int16', (0, None)),
+        F('error_message', 'string', (0, None), nullable=(0, None), default=None),
+        F('responses', '[]struct', (0, None), fields=(
+            F('topic_name', 'string', (0, None)),
+            F('topic_id', 'uuid', (0, None)),
+            F('error_code', 'int16', (0, None)),
+            F('error_message', 'string', (0, None), nullable=(0, None), default=None),
+        )),
+    ),
+)

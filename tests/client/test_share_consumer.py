@@ -9,13 +9,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from share_helpers import share_args, unique
+from share_helpers import share_broker, unique
 
-from broker.testing.harness import BrokerProcess
 from client import AcknowledgeType, Admin, Producer, Record, ShareConsumer, TopicPartition
 from client.errors import IllegalStateError
 from client.share_fetcher import Acknowledgements
@@ -25,17 +23,13 @@ from protocol.error_codes import ErrorCode
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0  # a liveness bound for one wait, even on a busy machine
 
 
 @pytest.fixture(scope="module")
 def bs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    bp = BrokerProcess(tmp_path_factory.mktemp("share-client") / "data", extra_args=share_args(), cwd=REPO)
-    bp.start()
-    yield bp.bootstrap_servers
-    assert bp.alive(), f"broker died during the module:\n{bp.log_tail()}"
-    assert bp.stop() == 0, bp.log_tail()
+    with share_broker(tmp_path_factory.mktemp("share-client") / "data") as bootstrap:
+        yield bootstrap
 
 
 async def new_queue(bs: str, **group_configs: str) -> tuple[str, str]:

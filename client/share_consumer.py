@@ -249,6 +249,9 @@ class ShareConsumer:
             remaining = deadline - net.timers.now_ms()
             if remaining <= 0:
                 return {}
+            if fetcher.take_trouble():  # no leader known, a failed request: not again at once
+                await asyncio.sleep(min(remaining, self.config.retry_backoff_ms) / 1000)
+                continue
             if not assigned:
                 coordinator.changed.clear()
                 with contextlib.suppress(asyncio.TimeoutError):

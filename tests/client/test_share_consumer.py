@@ -17,7 +17,7 @@ from share_helpers import share_args, share_broker, unique
 
 from broker.testing.harness import BrokerProcess
 from client import AcknowledgeType, Admin, Producer, Record, ShareConsumer, TopicPartition
-from client.errors import IllegalStateError
+from client.errors import ConcurrentAccessError, IllegalStateError
 from client.share_fetcher import Acknowledgements
 from client.sync import SyncShareConsumer
 from protocol.api import ApiKey
@@ -304,3 +304,17 @@ async def test_kill_9_of_the_broker_loses_nothing_and_brings_back_nothing_acknow
     finally:
         if bp.alive():
             bp.stop()
+
+
+async def test_one_task_at_a_time(bs: str) -> None:
+    group, topic = await new_queue(bs)
+    async with share(bs, topic, group) as sc:
+        first = asyncio.ensure_future(sc.getmany(timeout_ms=int(WAIT_S * 1000)))
+        async with asyncio.timeout(WAIT_S):
+            while sc._owned.owner is None:  # until the first call is inside
+                await asyncio.sleep(0)
+        with pytest.raises(ConcurrentAccessError, match="in use"):
+            await sc.getmany(timeout_ms=0)
+        await produce(bs, topic, ["x"])  # the first call returns with it
+        assert values_of([r for records in (await first).values() for r in records]) == ["x"]
+        sc.acknowledge(next(iter((await first).values()))[0])

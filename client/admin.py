@@ -396,6 +396,63 @@ class Admin:
         return GroupDescription(g.group_id, g.group_state, "consumer", g.assignor_name, members, "consumer",
                                 g.group_epoch, g.assignment_epoch)
 
+    # -- share groups (KIP-932) --------------------------------------------------------------------
+
+    async def describe_share_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """Share groups (ShareGroupDescribe): state, epochs, assignor and each member's assignment (partitions
+        several members may share); GROUP_ID_NOT_FOUND for an id that is not a share group's."""
+        out: dict[str, GroupDescription] = {}
+        for gid in group_ids:
+            node = await find_coordinator(self.net, gid)
+            resp = await self.net.send(node, ApiKey.SHARE_GROUP_DESCRIBE,
+                                       {"group_ids": [gid], "include_authorized_operations": False})
+            for g in resp.groups:
+                if g.error_code:
+                    raise KafkaError(g.error_code, g.error_message or f"describe share group {g.group_id!r}")
+                members = [MemberDescription(m.member_id, None, m.client_id, m.client_host,
+                                             {TopicPartition(t.topic_name, p) for t in m.assignment.topic_partitions
+                                              for p in t.partitions}, m.member_epoch) for m in g.members]
+                out[g.group_id] = GroupDescription(g.group_id, g.group_state, "share", g.assignor_name, members,
+                                                   "share", g.group_epoch, g.assignment_epoch)
+        return out
+
+    async def list_share_group_offsets(self, group_id: str) -> dict[TopicPartition, PartitionOffsetInfo]:
+        """A share group's start offset of every partition it has state for (DescribeShareGroupOffsets), with
+        the partition's end offset and the lag the broker counts (records not yet delivered and acknowledged;
+        -1 when it cannot tell)."""
+        node = await find_coordinator(self.net, group_id)
+        resp = await self.net.send(node, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+                                   {"groups": [{"group_id": group_id, "topics": None}]})
+        [g] = resp.groups
+        if g.error_code:
+            raise KafkaError(g.error_code, g.error_message or f"describe offsets of share group {group_id!r}")
+        starts: dict[TopicPartition, tuple[int, int]] = {}
+        for t in g.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    raise KafkaError(p.error_code, p.error_message or f"offsets of {t.topic_name}-{p.partition_index}")
+                if p.start_offset >= 0:
+                    starts[TopicPartition(t.topic_name, p.partition_index)] = (p.start_offset, p.get("lag", -1))
+        ends = await list_offsets(self.net, dict.fromkeys(starts, LATEST)) if starts else {}
+        return {tp: PartitionOffsetInfo(start, "", ends[tp][0], lag) for tp, (start, lag) in starts.items()}
+
+    async def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """Set the start offset of partitions of an Empty share group (AlterShareGroupOffsets; the group is made
+        if it does not exist): its members read from there."""
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "start_offset": offset})
+        node = await find_coordinator(self.net, group_id)
+        resp = await self.net.send(node, ApiKey.ALTER_SHARE_GROUP_OFFSETS, {
+            "group_id": group_id, "topics": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]})
+        if resp.error_code:
+            raise KafkaError(resp.error_code, resp.error_message or f"alter offsets of share group {group_id!r}")
+        for t in resp.responses:
+            for p in t.partitions:
+                if p.error_code:
+                    raise KafkaError(p.error_code,
+                                     p.error_message or f"alter offset of {t.topic_name}-{p.partition_index}")
+
     async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = ()
                                 ) -> list[TransactionListing]:
         """Transactional ids of every broker's transaction coordinator (ListTransactions to each)."""

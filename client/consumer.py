@@ -19,8 +19,7 @@ import contextlib
 import inspect
 import logging
 import re
-import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from client.cluster import ClusterMetadata
@@ -28,7 +27,6 @@ from client.config import ConsumerConfig, build_config
 from client.coordinator import ConsumerGroupCoordinator, GroupCoordinator, find_coordinator, is_group_error
 from client.errors import (
     CommitFailedError,
-    ConcurrentAccessError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
@@ -38,6 +36,7 @@ from client.errors import (
 from client.fetcher import Fetcher, RecordSet
 from client.net import NetworkClient
 from client.offsets import EARLIEST, LATEST, commit, fetch_committed, list_offsets, normalize_offsets
+from client.ownership import Ownership
 from client.types import (
     ConsumerGroupMetadata,
     ConsumerRebalanceListener,
@@ -74,9 +73,8 @@ class Consumer:
         self._fetcher: Fetcher | None = None
         self._coordinator: GroupCoordinator | ConsumerGroupCoordinator | None = None
         self._auto_commit_timer: Any = None
-        self._loop_thread: int | None = None
-        self._owner: tuple[int, Any] | None = None
-        self._depth = 0
+        #: ``with self._owned():`` around every call: one thread and task at a time
+        self._owned = Ownership("Consumer")
         self._started = False
         self._closed = False
 
@@ -92,7 +90,7 @@ class Consumer:
     async def start(self) -> None:
         if self._started:
             return
-        self._loop_thread = threading.get_ident()
+        self._owned.bind()
         self._timers = WheelTimer()
         self._net = NetworkClient(self.config, self._timers, allow_auto_topic_creation=False)
         await self._net.start()
@@ -127,31 +125,6 @@ class Consumer:
             await self._net.close()
         if self._timers is not None:
             self._timers.close()
-
-    # -- ownership -------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _owned(self) -> Iterator[None]:
-        me_thread = threading.get_ident()
-        if self._loop_thread is not None and me_thread != self._loop_thread:
-            raise ConcurrentAccessError(
-                f"Consumer used from thread {me_thread} but it runs on the event loop of thread "
-                f"{self._loop_thread}; a consumer is owned by one thread/task at a time")
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:
-            task = None
-        me = (me_thread, task)
-        if self._owner is not None and self._owner != me:
-            raise ConcurrentAccessError(f"Consumer is in use by {self._owner[1]!r}; concurrent use is not allowed")
-        self._owner = me
-        self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-            if self._depth == 0:
-                self._owner = None
 
     def _check(self) -> tuple[NetworkClient, Fetcher]:
         if self._closed:

@@ -32,7 +32,8 @@ and leaves the group.
 Membership is the KIP-848 member machine (:class:`~client.consumer_membership.ConsumerMembership`)
 heartbeating with ShareGroupHeartbeat (:class:`~client.coordinator.ShareGroupCoordinator`); fetching
 is :mod:`client.share_fetcher`; connections, metadata and the timing wheel are the client's own
-(:mod:`client.net`).  Settings are the :class:`~client.config.ConsumerConfig` ones that apply
+(:mod:`client.net`).  Like a :class:`~client.consumer.Consumer`, it is used by one thread and one task at a
+time (:class:`~client.ownership.Ownership`).  Settings are the :class:`~client.config.ConsumerConfig` ones that apply
 (``max_poll_records``: the records one fetch acquires, 500 when not set; ``fetch_max_wait_ms``,
 ``fetch_min_bytes``, ``fetch_max_bytes``, ``max_poll_interval_ms``, ``client_rack``, the
 deserializers, security).
@@ -49,6 +50,7 @@ from client.config import ConsumerConfig, build_config
 from client.coordinator import ShareGroupCoordinator
 from client.errors import ConfigError, IllegalStateError, KafkaError
 from client.net import NetworkClient
+from client.ownership import Ownership
 from client.share_fetcher import Acknowledgements, AcknowledgeType, AckResults, ShareFetcher
 from client.types import Record, TopicPartition
 from protocol.timer_service import WheelTimer
@@ -88,6 +90,8 @@ class ShareConsumer:
         self._delivered: dict[tuple[TopicPartition, int], Record] = {}
         self._renewed: dict[tuple[TopicPartition, int], Record] = {}
         self._acks = Acknowledgements()
+        #: ``with self._owned():`` around every call: one thread and task at a time
+        self._owned = Ownership("ShareConsumer")
         self._started = False
         self._closed = False
 
@@ -104,6 +108,7 @@ class ShareConsumer:
         if self._started:
             return
         assert self.config.group_id is not None
+        self._owned.bind()
         self._timers = WheelTimer()
         self._net = NetworkClient(self.config, self._timers, allow_auto_topic_creation=False)
         await self._net.start()
@@ -148,11 +153,12 @@ class ShareConsumer:
 
     def subscribe(self, topics: set[str] | list[str] | tuple[str, ...]) -> None:
         """Read ``topics`` (names; nothing: leave the group)."""
-        net, _, coordinator = self._check()
-        self._topics = set(topics)
-        net.add_topics(self._topics)
-        net.request_metadata_update()
-        coordinator.subscribe(self._topics)
+        with self._owned():
+            net, _, coordinator = self._check()
+            self._topics = set(topics)
+            net.add_topics(self._topics)
+            net.request_metadata_update()
+            coordinator.subscribe(self._topics)
 
     def unsubscribe(self) -> None:
         self.subscribe(())
@@ -188,19 +194,20 @@ class ShareConsumer:
         """Acknowledge a record of the last :meth:`getmany` (explicit mode): sent with the next fetch
         from its partition, or by :meth:`commit`.  RENEW keeps the record locked to this member (its lock
         starts again once sent) and it is to be acknowledged again later."""
-        self._check()
-        if self.acknowledgement_mode != "explicit":
-            raise IllegalStateError('acknowledge() needs acknowledgement_mode="explicit" (implicit mode accepts '
-                                    'every record of a batch with the next getmany() or commit())')
-        ack_type = AcknowledgeType(ack_type)
-        key = (TopicPartition(record.topic, record.partition), record.offset)
-        held = self._delivered.pop(key, None) or self._renewed.pop(key, None)
-        if held is None:
-            raise IllegalStateError(f"{key[0].topic}-{key[0].partition}@{record.offset} is not a record this "
-                                    "share consumer delivered and has not acknowledged")
-        if ack_type is AcknowledgeType.RENEW:
-            self._renewed[key] = held
-        self._acks.add(key[0], record.offset, int(ack_type))
+        with self._owned():
+            self._check()
+            if self.acknowledgement_mode != "explicit":
+                raise IllegalStateError('acknowledge() needs acknowledgement_mode="explicit" (implicit mode accepts '
+                                        'every record of a batch with the next getmany() or commit())')
+            ack_type = AcknowledgeType(ack_type)
+            key = (TopicPartition(record.topic, record.partition), record.offset)
+            held = self._delivered.pop(key, None) or self._renewed.pop(key, None)
+            if held is None:
+                raise IllegalStateError(f"{key[0].topic}-{key[0].partition}@{record.offset} is not a record this "
+                                        "share consumer delivered and has not acknowledged")
+            if ack_type is AcknowledgeType.RENEW:
+                self._renewed[key] = held
+            self._acks.add(key[0], record.offset, int(ack_type))
 
     def _accept_delivered(self) -> None:
         """Implicit mode: the records handed out are accepted."""
@@ -213,9 +220,10 @@ class ShareConsumer:
         """Send the pending acknowledgements now (implicit mode: the last batch's, accepted) and wait for
         them: per partition acknowledged, None or the error it got (INVALID_RECORD_STATE: a record's lock
         ran out before, and it went to another member or back to the queue)."""
-        _, fetcher, _ = self._check()
-        self._accept_delivered()
-        return await fetcher.acknowledge(self._acks)
+        with self._owned():
+            _, fetcher, _ = self._check()
+            self._accept_delivered()
+            return await fetcher.acknowledge(self._acks)
 
     # -- fetching --------------------------------------------------------------------------------
 
@@ -223,6 +231,10 @@ class ShareConsumer:
         """The records acquired for this member (at most ``max_records``), by partition, waiting up to
         ``timeout_ms`` for some.  In explicit mode every record of the previous batch must have been
         acknowledged (RENEW counts)."""
+        with self._owned():
+            return await self._getmany(timeout_ms, max_records)
+
+    async def _getmany(self, timeout_ms: int, max_records: int | None) -> dict[TopicPartition, list[Record]]:
         net, fetcher, coordinator = self._check()
         if self._delivered and self.acknowledgement_mode == "explicit":
             raise IllegalStateError(f"{len(self._delivered)} record(s) of the last batch are not acknowledged "
@@ -249,6 +261,9 @@ class ShareConsumer:
             remaining = deadline - net.timers.now_ms()
             if remaining <= 0:
                 return {}
+            if fetcher.take_trouble():  # no leader known, a failed request: not again at once
+                await asyncio.sleep(min(remaining, self.config.retry_backoff_ms) / 1000)
+                continue
             if not assigned:
                 coordinator.changed.clear()
                 with contextlib.suppress(asyncio.TimeoutError):

@@ -136,6 +136,13 @@ class ShareFetcher:
         self.acquisition_lock_timeout_ms: int | None = None
         #: GAP acknowledgements of acquired offsets without a record, sent with the next request
         self.gaps = Acknowledgements()
+        #: something went wrong since :meth:`take_trouble` was last called (a partition without a known
+        #: leader, a failed request, a partition error): the next fetch should wait a little first
+        self._trouble = False
+
+    def take_trouble(self) -> bool:
+        trouble, self._trouble = self._trouble, False
+        return trouble
 
     def _with_gaps(self, acks: Acknowledgements) -> Acknowledgements:
         for tp, offsets in self.gaps.take(list(self.gaps.pending)).items():
@@ -156,6 +163,7 @@ class ShareFetcher:
             if leader is None or self.net.metadata.topic_id(tp.topic) is None:
                 self.net.add_topics([tp.topic])
                 self.net.request_metadata_update()
+                self._trouble = True
                 continue
             by_node.setdefault(leader, []).append(tp)
         return by_node
@@ -217,6 +225,7 @@ class ShareFetcher:
                                            timeout_ms=cfg.request_timeout_ms + max_wait_ms)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 log.debug("share fetch from node %s failed: %s", node, exc)
+                self._trouble = True
                 session.reset()
                 self.net.request_metadata_update()
                 return [], _failed(acks, E.NETWORK_EXCEPTION, "ShareFetch")
@@ -268,6 +277,7 @@ class ShareFetcher:
         return out
 
     def _partition_error(self, tp: TopicPartition, code: int) -> None:
+        self._trouble = True
         if E.from_code(code).retriable or code in (E.UNKNOWN_TOPIC_ID, E.UNKNOWN_TOPIC_OR_PARTITION):
             self.net.request_metadata_update()
         else:
@@ -275,6 +285,7 @@ class ShareFetcher:
 
     def _session_error(self, session: _Session, code: int, message: str | None,
                        acks: Mapping[TopicPartition, Any], api: str) -> AckResults:
+        self._trouble = True
         if code in _SESSION_LOST:
             log.debug("share session %s: %s; a new one opens", api, E.from_code(code).name)
             session.reset()

@@ -114,7 +114,8 @@ class GroupDescription:
     protocol_type: str
     protocol: str
     members: list[MemberDescription]
-    #: "classic" or "consumer" (KIP-848; then ``protocol`` is the server-side assignor)
+    #: "classic", "consumer" (KIP-848; then ``protocol`` is the server-side assignor) or "share" (KIP-932: the
+    #: same, and members may share partitions)
     group_type: str = "classic"
     group_epoch: int = -1
     assignment_epoch: int = -1

@@ -5,7 +5,7 @@ Topics, produce/consume, groups and cluster inspection against any Kafka-protoco
 * :mod:`kbroker_cli.main` — the entry point (``kbroker``, ``python -m kbroker_cli``): builds the
   parser from the command groups, runs the chosen command, maps failures to exit codes.
 * :mod:`kbroker_cli.commands` — one module per command group (``topics``, ``cluster``, ``groups``,
-  ``configs``, ``transactions``, ``produce``, ``consume``, ``acls``, ``users``), each declaring its
+  ``share-groups``, ``configs``, ``transactions``, ``produce``, ``consume``, ``acls``, ``users``), each declaring its
   commands with their arguments next to their handlers.
 * :mod:`kbroker_cli.command` — how a command is declared (:class:`~kbroker_cli.command.CommandGroup`,
   :func:`~kbroker_cli.command.arg`) and the CLI's argument parser.

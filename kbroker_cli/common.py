@@ -6,7 +6,7 @@
 * The global options (``--bootstrap-servers`` / ``KBROKER_BOOTSTRAP``, ``--timeout``, ``--client-id``,
   the security settings of ``--command-config``, ``-X`` and the named flags, ``-v``) and the
   :class:`Ctx` a command gets from them; :func:`admin` and :func:`start` connect a client.
-* Output helpers: :func:`table`, :func:`dash`, :func:`partition_label`, :func:`err`.
+* Output helpers: :func:`table`, :func:`dash`, :func:`partition_label`, :func:`host_label`, :func:`err`.
 """
 
 from __future__ import annotations
@@ -220,6 +220,11 @@ def table(rows: list[list[str]], out: IO[str] | None = None) -> None:
 def dash(value: Any) -> str:
     """A table cell: ``-`` for nothing."""
     return "-" if value is None or value == "" else str(value)
+
+
+def host_label(host: str | None) -> str:
+    """A member's host as Kafka's tools print it (``/127.0.0.1``), ``-`` for none."""
+    return "-" if not host else (host if host.startswith("/") else "/" + host)
 
 
 def partition_label(tp: TopicPartition) -> str:

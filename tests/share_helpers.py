@@ -7,12 +7,15 @@ decided per record), and raw share requests (heartbeat, fetch, acknowledge) over
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+from broker.testing.harness import BrokerProcess
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode as E
 from protocol.records import decode_record_set
@@ -23,6 +26,20 @@ SHARE_SETTINGS = {
     "group.share.session.timeout.ms": "6000", "group.share.min.session.timeout.ms": "6000",
     "group.share.min.record.lock.duration.ms": "1000",
 }
+
+
+@contextlib.contextmanager
+def share_broker(data_dir: Path) -> Iterator[str]:
+    """``python -m broker`` (from this checkout) with :data:`SHARE_SETTINGS`: its bootstrap servers; it must
+    stay up and stop cleanly."""
+    bp = BrokerProcess(data_dir, extra_args=share_args(), cwd=Path(__file__).resolve().parents[1])
+    bp.start()
+    try:
+        yield bp.bootstrap_servers
+        assert bp.alive(), f"broker died:\n{bp.log_tail()}"
+    finally:
+        if bp.alive():
+            assert bp.stop() == 0, bp.log_tail()
 
 
 def share_args(**extra: str) -> list[str]:

@@ -8,12 +8,24 @@ command without actions such as ``produce``) and one decorated function per comm
 from __future__ import annotations
 
 from kbroker_cli.command import TopLevel
-from kbroker_cli.commands import acls, cluster, configs, consume, groups, produce, topics, transactions, users
+from kbroker_cli.commands import (
+    acls,
+    cluster,
+    configs,
+    consume,
+    groups,
+    produce,
+    share_groups,
+    topics,
+    transactions,
+    users,
+)
 
 TOP_LEVEL: tuple[TopLevel, ...] = (
     topics.group,
     cluster.group,
     groups.group,
+    share_groups.group,
     configs.group,
     transactions.group,
     produce.command,

@@ -16,7 +16,17 @@ from client import Admin
 from client.offsets import LATEST, list_offsets
 from client.types import TopicPartition
 from kbroker_cli.command import CommandGroup, arg, json_flag
-from kbroker_cli.common import EXIT_OK, CliError, Ctx, admin, dash, kafka_errors, partition_label, table
+from kbroker_cli.common import (
+    EXIT_OK,
+    CliError,
+    Ctx,
+    admin,
+    dash,
+    host_label,
+    kafka_errors,
+    partition_label,
+    table,
+)
 from protocol.error_codes import ErrorCode
 
 group = CommandGroup("groups", "list and describe consumer groups")
@@ -83,10 +93,6 @@ async def describe_group(client: Admin, group: str) -> dict[str, Any]:
     return data
 
 
-def _host(host: str | None) -> str:
-    return "-" if not host else (host if host.startswith("/") else "/" + host)
-
-
 @group.command("describe", "members, assignments, committed offsets and lag "
                            "(like kafka-consumer-groups --describe)",
                arg("group"),
@@ -112,7 +118,7 @@ async def describe(ctx: Ctx, args: argparse.Namespace) -> int:
              "CLIENT-ID"]]
     for r in data["partitions"]:
         rows.append([g, r["topic"], str(r["partition"]), dash(r["current_offset"]), dash(r["log_end_offset"]),
-                     dash(r["lag"]), dash(r["consumer_id"]), _host(r["host"]), dash(r["client_id"])])
+                     dash(r["lag"]), dash(r["consumer_id"]), host_label(r["host"]), dash(r["client_id"])])
     table(rows)
     if data["members"]:
         print()
@@ -120,7 +126,7 @@ async def describe(ctx: Ctx, args: argparse.Namespace) -> int:
         if data["type"] == "consumer":
             mrows[0] += ["EPOCH", "TARGET-ASSIGNMENT"]
         for m in data["members"]:
-            row = [g, m["consumer_id"], _host(m["host"]), dash(m["client_id"]), str(len(m["assignment"])),
+            row = [g, m["consumer_id"], host_label(m["host"]), dash(m["client_id"]), str(len(m["assignment"])),
                    ",".join(m["assignment"]) or "-"]
             if data["type"] == "consumer":
                 row += [str(m["member_epoch"]), ",".join(m["target_assignment"]) or "-"]

@@ -210,7 +210,7 @@ async def test_consumer_from_two_tasks_fails_fast(bs: str) -> None:
         first = asyncio.ensure_future(c.getmany(timeout_ms=int(STEP_S * 1000)))
         try:
             async with asyncio.timeout(STEP_S):
-                while c._owner is None and not first.done():
+                while c._owned.owner is None and not first.done():
                     await asyncio.sleep(0)
             assert not first.done(), first
             with pytest.raises(ConcurrentAccessError):

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from share_helpers import share_args, unique
+from share_helpers import share_args, share_broker, unique
 
 from broker.testing.harness import BrokerProcess
 from client import AcknowledgeType, Admin, Producer, Record, ShareConsumer, TopicPartition
-from client.errors import IllegalStateError
+from client.errors import ConcurrentAccessError, IllegalStateError
 from client.share_fetcher import Acknowledgements
 from client.sync import SyncShareConsumer
 from protocol.api import ApiKey
@@ -25,17 +25,13 @@ from protocol.error_codes import ErrorCode
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
-REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 60.0  # a liveness bound for one wait, even on a busy machine
 
 
 @pytest.fixture(scope="module")
 def bs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    bp = BrokerProcess(tmp_path_factory.mktemp("share-client") / "data", extra_args=share_args(), cwd=REPO)
-    bp.start()
-    yield bp.bootstrap_servers
-    assert bp.alive(), f"broker died during the module:\n{bp.log_tail()}"
-    assert bp.stop() == 0, bp.log_tail()
+    with share_broker(tmp_path_factory.mktemp("share-client") / "data") as bootstrap:
+        yield bootstrap
 
 
 async def new_queue(bs: str, **group_configs: str) -> tuple[str, str]:
@@ -280,3 +276,45 @@ def test_acknowledgements_go_in_batches_of_consecutive_offsets() -> None:
         {"first_offset": 7, "last_offset": 8, "acknowledge_types": [2, 3]},
         {"first_offset": 10, "last_offset": 10, "acknowledge_types": [0]}]
     assert acks.take([tp]) == {tp: {5: 1, 3: 1, 4: 1, 7: 2, 8: 3, 10: 0}} and not acks
+
+
+async def test_kill_9_of_the_broker_loses_nothing_and_brings_back_nothing_acknowledged(tmp_path: Path) -> None:
+    bp = BrokerProcess(tmp_path / "data", extra_args=share_args(), cwd=Path(__file__).resolve().parents[2])
+    bp.start()
+    try:
+        bs = bp.bootstrap_servers
+        group, topic = await new_queue(bs)
+        await produce(bs, topic, [f"v{i}" for i in range(20)])
+        async with share(bs, topic, group, max_poll_records=10) as sc:
+            first = await take(sc, 10, max_records=10)
+            for r in first:
+                sc.acknowledge(r, AcknowledgeType.ACCEPT)
+            assert await sc.commit() == {TopicPartition(topic, 0): None}
+            held = await take(sc, 10, max_records=10)  # not acknowledged when the broker dies
+            assert values_of(first + held) == [f"v{i}" for i in range(20)]
+            bp.kill9()
+            bp.start()
+            for r in held:
+                sc.acknowledge(r, AcknowledgeType.ACCEPT)  # too late: the session they were acquired in is gone
+            [(tp, error)] = (await sc.commit()).items()
+            assert tp == TopicPartition(topic, 0) and error is not None, error
+            again = await drain_until(sc, "v19")
+            assert sorted(values_of(again)) == sorted(values_of(held))  # each once more, none acknowledged
+            assert await sc.commit() == {TopicPartition(topic, 0): None}
+    finally:
+        if bp.alive():
+            bp.stop()
+
+
+async def test_one_task_at_a_time(bs: str) -> None:
+    group, topic = await new_queue(bs)
+    async with share(bs, topic, group) as sc:
+        first = asyncio.ensure_future(sc.getmany(timeout_ms=int(WAIT_S * 1000)))
+        async with asyncio.timeout(WAIT_S):
+            while sc._owned.owner is None:  # until the first call is inside
+                await asyncio.sleep(0)
+        with pytest.raises(ConcurrentAccessError, match="in use"):
+            await sc.getmany(timeout_ms=0)
+        await produce(bs, topic, ["x"])  # the first call returns with it
+        assert values_of([r for records in (await first).values() for r in records]) == ["x"]
+        sc.acknowledge(next(iter((await first).values()))[0])

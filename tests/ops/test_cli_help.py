@@ -17,6 +17,7 @@ PINNED: dict[str, list[str]] = {
     "topics": ["list", "create", "describe", "delete"],
     "cluster": ["describe", "reassign", "decommission", "rebalance"],
     "groups": ["list", "describe", "delete"],
+    "share-groups": ["list", "describe", "reset-offsets", "delete"],
     "configs": ["describe", "alter"],
     "transactions": ["list", "describe"],
     "produce": [],

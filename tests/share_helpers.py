@@ -205,8 +205,10 @@ class RawMember:
         wait_until(assigned, timeout, 0.2, "an assignment")
 
     def fetch(self, *, acks: list[tuple[int, int, list[int]]] | None = None, max_records: int = 500,
-              max_wait_ms: int = 500, version: int = 2, epoch: int | None = None, mode: int = 0,
+              max_wait_ms: int = 5000, version: int = 2, epoch: int | None = None, mode: int = 0,
               renew: bool = False, partition: int = 0) -> Any:
+        """A ShareFetch; it waits up to ``max_wait_ms`` for records (5 s: a share-partition's first fetch
+        initialises its state on the share coordinator first, which a busy machine may take a while to do)."""
         epoch = self.session_epoch if epoch is None else epoch
         body = {"group_id": self.group, "member_id": self.member_id, "share_session_epoch": epoch,
                 "max_wait_ms": max_wait_ms, "min_bytes": 0 if renew else 1, "max_bytes": 0 if renew else 1 << 20,

@@ -1,7 +1,8 @@
 """The console of a broker with many partitions and groups answers page by page: a topic of 1,000
 partitions and 1,000 groups with committed offsets are shown 100 rows at a time (``console.page.size``),
-each page quickly, the last page holding the last rows; filters narrow the lists.  (10,000 partitions
-are measured in ``benchmarks/RESULTS.md``: one broker here cannot open that many logs' files.)"""
+each page quickly, the last page holding the last rows; filters narrow the lists.  (10,000 partitions over
+three brokers are measured by ``benchmarks/console_pages.py``: one broker here cannot open that many logs'
+files.)"""
 
 from __future__ import annotations
 

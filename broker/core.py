@@ -166,7 +166,8 @@ def group_settings(config: BrokerConfig) -> GroupConfig:
         consumer=ConsumerGroupConfig(
             heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             session_timeout_ms=config.group_consumer_session_timeout_ms,
-            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size))
+            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size,
+            assignment_interval_ms=config.group_consumer_assignment_interval_ms))
 
 
 def txn_settings(config: BrokerConfig) -> TxnConfig:

@@ -347,6 +347,10 @@ class BrokerConfig:
     group_consumer_min_session_timeout_ms: int = setting(45_000, LONG, CG, "The lowest session timeout, of the "
                                                          "broker and of group configs.", validator=at_least(1))
     group_consumer_max_session_timeout_ms: int = setting(60_000, LONG, CG, "The highest session timeout.")
+    group_consumer_assignment_interval_ms: int = setting(
+        1000, LONG, CG, "A consumer group computes a new target assignment at most once per interval: the members "
+        "that join, leave or change their subscriptions within it share one assignor run (0: a run per change).",
+        validator=at_least(0))
     group_consumer_assignors: str = setting("uniform,range", STRING, CG, "The server-side assignors a member may ask "
                                             "for (`uniform`, `range`); the first is the default.")
     group_consumer_max_size: int = setting(_INT_MAX, INT, CG, "Members a consumer group may have (more: "

@@ -163,6 +163,7 @@ def group_settings(config: BrokerConfig) -> GroupConfig:
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         offsets_topic_num_partitions=config.offsets_topic_num_partitions,
         offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        offsets_compression=config.offsets_topic_compression_codec,
         consumer=ConsumerGroupConfig(
             heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             session_timeout_ms=config.group_consumer_session_timeout_ms,

@@ -364,6 +364,10 @@ class BrokerConfig:
                                                        "for.")
     offset_metadata_max_bytes: int = setting(4096, LONG, GRP, "The longest metadata of a committed offset (longer: "
                                              "OFFSET_METADATA_TOO_LARGE).")
+    offsets_topic_compression_codec: int = setting(
+        0, INT, GRP, "How the group coordinator compresses its batches in `__consumer_offsets`: 0 none, 1 gzip, "
+        "2 snappy, 3 lz4, 4 zstd. A classic group's metadata holds every member, so a group of thousands may "
+        "need it (or a larger `message.max.bytes`) to be stored at all.", validator=one_of(0, 1, 2, 3, 4))
 
     # -- transaction coordinator
     transaction_state_log_num_partitions: int = setting(50, INT, TXN, "Partitions of `__transaction_state` when it "

@@ -269,8 +269,9 @@ class CoordinatorRuntime(Generic[C]):
                  after_poll: Callable[[Shard[C]], None] | None = None,
                  on_unload: Callable[[Shard[C]], None] | None = None,
                  on_load_error: Callable[[], None] | None = None,
-                 write_timeout_ms: int = WRITE_TIMEOUT_MS) -> None:
-        """``new_coordinator(partition, leader_epoch)`` makes the empty coordinator a load fills."""
+                 write_timeout_ms: int = WRITE_TIMEOUT_MS, compression: int = 0) -> None:
+        """``new_coordinator(partition, leader_epoch)`` makes the empty coordinator a load fills;
+        ``compression``: the codec of the batches it writes (``protocol.records``: 0 none ... 4 zstd)."""
         self.topic = topic
         self.replica = replica
         self.timer = timer
@@ -281,6 +282,7 @@ class CoordinatorRuntime(Generic[C]):
         self._on_unload = on_unload
         self._on_load_error = on_load_error
         self._write_timeout_ms = write_timeout_ms
+        self._compression = compression
         self._tokens = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         #: tokens of the calls running now (see run) -> their reply once the effects carry it
@@ -471,7 +473,7 @@ class CoordinatorRuntime(Generic[C]):
             else:
                 batch = encode_batch([(key, value, [], now_ms()) for key, value in write.records],
                                      producer_id=write.producer_id, producer_epoch=write.producer_epoch,
-                                     is_transactional=write.producer_id >= 0)
+                                     is_transactional=write.producer_id >= 0, compression=self._compression)
                 pending = self.replica.append_to_leader(topic, partition, batch, self._write_timeout_ms)
         except Exception:
             log.exception("appending to %s-%d failed", topic, partition)

@@ -196,3 +196,32 @@ async def test_a_poll_answers_requests_parked_before_it() -> None:
     await asyncio.sleep(0)
     timer.live()[0].fire()
     assert await task == {"polled": True}
+
+
+async def test_writes_are_compressed_with_the_codec_the_runtime_is_given() -> None:
+    """``offsets.topic.compression.codec``: the coordinator's batches go to the log compressed, records intact."""
+    from broker.coordinator.write import Write
+    from protocol.records import ZSTD, decode_batch
+
+    appended: list[bytes] = []
+
+    class _Appending(_Replica):
+        def append_to_leader(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> Any:
+            appended.append(batch)
+            done: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+            done.set_result((ErrorCode.NONE, 0))
+            return done
+
+    runtime: CoordinatorRuntime[Any] = CoordinatorRuntime(
+        topic="__test", replica=_Appending(), timer=_Timer(),  # type: ignore[arg-type]
+        new_coordinator=lambda partition, epoch: _Coordinator(), compression=ZSTD)
+    coordinator = _Coordinator()
+    shard: Shard[Any] = Shard(0, 1, coordinator=coordinator, loading=False)  # type: ignore[arg-type]
+    runtime.shards[0] = shard
+    records = [(b"key-%d" % i, b"member " * 50) for i in range(20)]
+    runtime.apply(shard, _Effects(writes=[Write(1, 0, records)]))
+    assert len(appended) == 1
+    header, decoded = decode_batch(appended[0])
+    assert header.compression == ZSTD
+    assert [(r.key, r.value) for r in decoded] == records
+    assert len(appended[0]) < sum(len(k) + len(v) for k, v in records) // 4

@@ -57,7 +57,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     KBROKER_PORT=9092 \
     KBROKER_DATA_DIR=/data \
     KBROKER_METRICS_PORT=9464 \
-    KBROKER_METRICS_HOST=0.0.0.0
+    KBROKER_METRICS_HOST=0.0.0.0 \
+    KBROKER_CONSOLE_LISTENER=http://0.0.0.0:9080
 
 RUN groupadd --system kbroker && useradd --system --gid kbroker --home-dir /app --shell /usr/sbin/nologin kbroker
 
@@ -72,7 +73,7 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
 
 USER kbroker
 VOLUME ["/data"]
-EXPOSE 9092 9464
+EXPOSE 9092 9464 9080
 
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
     CMD python -c "import os, socket; socket.create_connection(('127.0.0.1', int(os.environ.get('KBROKER_PORT', '9092'))), 2).close()"

@@ -8,6 +8,7 @@ PORT ?= 9092
 HOST ?= 127.0.0.1
 DATA_DIR ?= ./data
 METRICS_PORT ?= 9464
+CONSOLE_PORT ?= 9080
 
 .PHONY: run test test-container install install-all lint bench clean
 
@@ -26,9 +27,11 @@ $(STAMP_ALL): pyproject.toml setup.py protocol/_crecords.pyx | $(PY)
 install: $(STAMP_BASE)
 install-all: $(STAMP_ALL)
 
-## run: start the broker with the embedded single-node defaults
+## run: start the broker with the embedded single-node defaults (CONSOLE_PORT=none: no web console)
 run: $(STAMP_BASE)
-	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR) --metrics-port $(METRICS_PORT)
+	@if [ "$(CONSOLE_PORT)" != none ]; then echo "kbroker console: http://127.0.0.1:$(CONSOLE_PORT)/ (the broker logs where it listens)"; fi
+	$(PY) -m broker --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR) --metrics-port $(METRICS_PORT) \
+		--console-port $(CONSOLE_PORT)
 
 ## test: install everything into .venv and run the whole suite, the container tests last
 test: $(STAMP_ALL)

@@ -57,7 +57,8 @@ from broker.log.errors import InvalidConfigError, KafkaStorageError, LogError
 from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.network.server import ServerSettings
-from broker.observability.metrics import RECORD_CODEC, BrokerMetrics, BrokerState
+from broker.observability.history import MetricsHistory
+from broker.observability.metrics import MAX_LABELLED_GROUPS, RECORD_CODEC, BrokerMetrics, BrokerState
 from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replication.quota import RateQuota
 from broker.replication.replica_manager import ReplicaSettings
@@ -77,6 +78,7 @@ from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
+    from broker.console import Console, ConsoleSettings, LocalPartition
     from broker.coordinator.txn.service import TransactionService
     from broker.testing.faults import FaultInjector
 
@@ -171,6 +173,17 @@ def group_settings(config: BrokerConfig) -> GroupConfig:
             assignment_interval_ms=config.group_consumer_assignment_interval_ms))
 
 
+def console_settings(config: BrokerConfig, address: tuple[str, int], login_required: bool) -> ConsoleSettings:
+    from broker.console.sources import ConsoleSettings
+
+    return ConsoleSettings(
+        host=address[0], port=address[1], refresh_ms=config.console_refresh_ms,
+        session_timeout_ms=config.console_session_timeout_ms, max_sessions=config.console_max_sessions,
+        page_size=config.console_page_size, records_max=config.console_records_max,
+        record_view_bytes=config.console_record_view_bytes, login_required=login_required,
+        failed_login_delay_ms=config.connection_failed_authentication_delay_ms)
+
+
 def txn_settings(config: BrokerConfig) -> TxnConfig:
     return TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
                      id_expiration_ms=config.transactional_id_expiration_ms,
@@ -202,6 +215,10 @@ class BrokerCore:
         self.cluster_failure: BaseException | None = None
         self._stopping: asyncio.Future[None] | None = None
         self._stopped = asyncio.Event()
+        #: the last hour of throughput, request rates and group lag (the console's charts)
+        self.history = MetricsHistory(config.console_history_interval_ms / 1000)
+        #: the web console (None: ``console.listener`` is none, or it could not listen)
+        self.console: Console | None = None
 
     # -- startup ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -312,11 +329,105 @@ class BrokerCore:
         if config.metrics_port is not None:
             self.metrics.serve(config.metrics_host or config.host, config.metrics_port)
         self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
+        self._tasks.append(asyncio.ensure_future(self._history_loop()))
+        if config.console_address is not None:
+            await self._start_console(config.console_address)
         self.started = True
         listening = ", ".join(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
                               for lst in self.server.listeners)
         log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s), record codec %s",
                  config.node_id, listening, host, port, data, self.cluster_id, self.kv.description, RECORD_CODEC)
+
+    # -- the web console ------------------------------------------------------------------
+    async def _start_console(self, address: tuple[str, int]) -> None:
+        """Serve the web console (:mod:`broker.console`) with what it reads; a console that cannot listen
+        is reported and left off (the broker serves Kafka clients all the same)."""
+        from broker.cluster.channel import BrokerChannel
+        from broker.console import Console, ConsoleSources
+
+        config = self.config
+        image = self.metadata.image
+        listener = inter_broker_listener_name(config)
+        bound = self.server.bound.get(listener, self.bound)
+        channel = BrokerChannel(config.node_id, self.timer, broker=image.brokers.get, local_address=lambda: bound,
+                                client_id=f"broker-{config.node_id}-console", timeout_ms=30_000, listener=listener,
+                                security=self._inter_broker_security())
+        self._channels.append(channel)
+        dispatcher = self.dispatcher
+
+        async def request(session: Any, node: int | None, api_key: int, version: int, body: dict[str, Any]) -> Any:
+            forward = None if node is None else (
+                lambda req: channel.request(node, api_key, req, version=version))
+            return await dispatcher.on_behalf_of(session, api_key, version, body, forward=forward)
+
+        security = self.connection_security
+
+        async def check_password(user: str, password: str) -> bool:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(None, security.credentials.verify_plain, user, password)
+
+        sources = ConsoleSources(
+            node_id=config.node_id, image=lambda: self.metadata.image, cluster_id=lambda: self.cluster_id,
+            request=request, local_partition=self._local_partition, history=self.history,
+            check_password=check_password, new_session=security.session,
+            user_exists=lambda principal: principal.partition(":")[2] in security.credentials,
+            authorizer_enabled=config.authorizer_enabled,
+            listeners=tuple(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
+                            for lst in self.server.listeners))
+        login = any(lst.uses_sasl for lst in self.server.listeners)
+        console = Console(sources, console_settings(config, address, login))
+        try:
+            await console.start()
+        except OSError as exc:
+            log.error("the console cannot listen on http://%s:%d (%s); it is off", address[0], address[1], exc)
+            return
+        self.console = console
+        log.info("kbroker console on %s%s", console.url, " (log in with a SASL user)" if login else "")
+
+    def _local_partition(self, topic: str, partition: int) -> LocalPartition | None:
+        from broker.console import LocalPartition
+
+        try:
+            plog = self.logs.get_log(topic, partition)
+        except LogError:
+            return None
+        p = self.replica_manager.partitions.get((topic, partition))
+        return LocalPartition(plog.log_start_offset, plog.high_watermark, plog.log_end_offset, plog.size_bytes,
+                              p is not None and p.is_leader)
+
+    async def _history_loop(self) -> None:
+        """Sample the figures the console charts, every ``console.history.interval.ms``."""
+        while True:
+            await asyncio.sleep(self.history.interval_s)
+            try:
+                self._sample_history()
+            except Exception:
+                log.exception("sampling the metrics history failed")
+
+    def _sample_history(self) -> None:
+        from protocol.api import APIS, ApiKey
+
+        hot = self.metrics.hot
+        produce, fetch = APIS[ApiKey.PRODUCE].name, APIS[ApiKey.FETCH].name
+        values: dict[str, float] = dict.fromkeys(
+            ("bytes_in", "records_in", "bytes_out", "requests", "produce_requests", "fetch_requests"), 0)
+        topic_records: dict[str, float] = {}
+        for topic, (nin, nrec, nout) in list(hot.topics.items()):
+            values["bytes_in"] += nin
+            values["records_in"] += nrec
+            values["bytes_out"] += nout
+            topic_records[topic] = nrec
+        for (api, _), row in list(hot.requests.items()):
+            n = sum(row[1:])
+            values["requests"] += n
+            if api == produce:
+                values["produce_requests"] += n
+            elif api == fetch:
+                values["fetch_requests"] += n
+        ends = {(plog.topic, plog.partition): plog.high_watermark for plog in self.logs.logs()}
+        for group, lag in self.group_service.total_lags(ends, MAX_LABELLED_GROUPS).items():
+            values["lag:" + group] = lag
+        self.history.record(time.time(), values, topic_records)
 
     def _transaction_service(self, image: MetadataImage) -> TransactionService:
         """The transaction coordinator's service and what it talks to other brokers with: markers to
@@ -600,6 +711,8 @@ class BrokerCore:
         try:
             if self.failure is None and self.cluster_failure is None and self.config.controlled_shutdown_enable:
                 await self._controlled_shutdown(self.config.controlled_shutdown_timeout_ms / 1000)
+            if self.console is not None:
+                await self.console.stop()
             self.server.stop_accepting()
             self.replica_manager.answer_waiting_fetches()
             await self.server.stop()

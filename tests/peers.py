@@ -1,4 +1,5 @@
-"""Test peers: the outside programs some tests drive (kcat, prometheus, node with kafkajs, etcd).
+"""Test peers: the outside programs some tests drive (kcat, prometheus, node with kafkajs, etcd,
+Chromium and its WebDriver).
 
 ``tests/setup_tools.sh`` installs them.  A test whose peer is missing skips and says why —
 except in CI (``CI=true``), where it fails instead: a CI run must exercise every peer rather
@@ -50,6 +51,12 @@ def require_kafkajs() -> str:
     if not (NODE_DIR / "node_modules" / "kafkajs").is_dir():
         peer_missing(f"kafkajs is not installed in {NODE_DIR / 'node_modules'} ({SETUP_HINT})")
     return node
+
+
+def require_chromium() -> tuple[str, str]:
+    """``(chromium, chromedriver)``: Debian's browser and its WebDriver (the console's browser tests)."""
+    hint = "Debian packages chromium and chromium-driver; tests/setup_tools.sh installs them"
+    return require_tool("chromium", hint), require_tool("chromedriver", hint)
 
 
 def compiled_codec() -> Any:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the non-Python test peers when they are missing: kcat, prometheus, etcd and openssl
 # (Debian packages kcat, prometheus, etcd-server, openssl), node and npm (Debian nodejs, npm),
-# kafkajs (npm, into tests/node), and what the container tests (tests/container) build and run
-# images with: podman with runc, fuse-overlayfs and uidmap, mmdebstrap and docker-compose.
+# kafkajs (npm, into tests/node), what the container tests (tests/container) build and run
+# images with: podman with runc, fuse-overlayfs and uidmap, mmdebstrap and docker-compose, and
+# Chromium with its WebDriver for the console's browser tests (Debian chromium, chromium-driver).
 #
 # Outside CI a peer that cannot be installed is reported and the tests that need it skip, saying
 # why.  In CI (CI=true) every peer is required: this script exits non-zero when one is still
@@ -20,6 +21,8 @@ command -v prometheus >/dev/null 2>&1 || need_apt+=(prometheus)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need_apt+=(chromium-driver)
 if ! command -v npm >/dev/null 2>&1 && [ ! -d tests/node/node_modules/kafkajs ]; then
   need_apt+=(npm)
 fi
@@ -47,7 +50,7 @@ if [ ! -d tests/node/node_modules/kafkajs ]; then
 fi
 
 missing=()
-for tool in kcat prometheus etcd node openssl podman runc mmdebstrap docker-compose; do
+for tool in kcat prometheus etcd node openssl podman runc mmdebstrap docker-compose chromium chromedriver; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 [ -d tests/node/node_modules/kafkajs ] || missing+=(kafkajs)

@@ -64,6 +64,7 @@ class Group(Enum):
     CLUSTER = "Cluster"
     REPLICATION = "Replication"
     SECURITY = "Listeners and security"
+    CONSOLE = "The web console"
     STORED = "Kafka's dynamic configs stored without effect"
 
 

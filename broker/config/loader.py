@@ -157,8 +157,9 @@ def from_env(environ: Mapping[str, str] | None = None, base: BrokerConfig | None
 
 
 #: settings that have a flag of their own (``--data-dir``); any other is given with ``--set``
-FLAGS = ("host", "port", "data_dir", "metrics_port", "advertised_listener", "node_id", "cluster", "log_level")
-_METAVARS = {"cluster": "etcd://HOST:PORT[,HOST:PORT...]"}
+FLAGS = ("host", "port", "data_dir", "metrics_port", "console_port", "advertised_listener", "node_id", "cluster",
+         "log_level")
+_METAVARS = {"cluster": "etcd://HOST:PORT[,HOST:PORT...]", "console_port": "PORT|none"}
 
 
 def _flag_help(s: Setting) -> str:

@@ -42,7 +42,7 @@ from broker.config.declare import (
 
 __all__ = [
     "DYNAMIC_ONLY", "DYNAMIC_SETTINGS", "DYNAMIC_WITHOUT_EFFECT", "ENV_PREFIX", "FIELD_SETTINGS", "NON_SETTING_ENV",
-    "PER_BROKER_ONLY", "SETTINGS", "SPELLINGS", "TOPIC_SYNONYMS", "BrokerConfig", "broker_log_defaults",
+    "PER_BROKER_ONLY", "SETTINGS", "SPELLINGS", "TOPIC_SYNONYMS", "BrokerConfig", "broker_log_defaults", "console_address",
     "declared", "is_dynamic", "is_sensitive", "kafka_settings", "known_settings", "setting_name", "split_list",
     "text",
 ]
@@ -59,7 +59,7 @@ _LONG_MAX, _INT_MAX = 2**63 - 1, 2**31 - 1
 
 P, LIM, TOP, LOG = Group.PROCESS, Group.LIMITS, Group.TOPICS, Group.LOG
 CMP, GRP, CG, TXN = Group.COMPACTION, Group.GROUPS, Group.CONSUMER_GROUPS, Group.TRANSACTIONS
-CLU, REP, SEC = Group.CLUSTER, Group.REPLICATION, Group.SECURITY
+CLU, REP, SEC, CON = Group.CLUSTER, Group.REPLICATION, Group.SECURITY, Group.CONSOLE
 YES = Dynamic.YES
 
 
@@ -136,8 +136,9 @@ class BrokerConfig:
     replica_fetch_wait_max_ms: int = setting(500, LONG, REP, "How long a follower's fetch waits at the leader for "
                                              "new records (its long poll).")
     replica_fetch_min_bytes: int = setting(1, LONG, REP, "The bytes a follower's fetch waits for.")
-    replica_fetch_max_bytes: int = setting(_MIB, LONG, REP, "The most a follower fetches of one partition in one "
-                                           "request.")
+    replica_fetch_max_bytes: int = setting(8 * _MIB, LONG, REP, "The most a follower fetches of one partition in "
+                                           "one request (Kafka's default is 1 MiB; a fetch round costs this broker "
+                                           "more, so one carries more).")
     replica_fetch_response_max_bytes: int = setting(10 * _MIB, LONG, REP, "The most a follower fetches in one "
                                                     "request, over all partitions.")
     replica_fetch_backoff_ms: int = setting(1000, LONG, REP, "How long a follower waits before fetching again "
@@ -392,6 +393,32 @@ class BrokerConfig:
     transaction_marker_retry_backoff_ms: int = setting(100, LONG, TXN, "How long a failed marker or check waits "
                                                        "before it is sent again.")
 
+    # -- the web console (broker.console)
+    console_listener: str | None = setting(
+        None, STRING, CON, "Where the web console listens: `http://HOST:PORT` (port 0: any free port); `none` turns "
+        "it off. Without SASL listeners the console is open to whoever reaches it: keep it on 127.0.0.1 unless the "
+        "broker requires SASL.", validator=lambda v: console_address(v, None), command_default="http://127.0.0.1:9080")
+    console_port: str = setting(
+        "", STRING, CON, "Shorthand for the port of `console.listener` (`--console-port`); `none` turns the "
+        "console off.", validator=lambda v: console_address(None, v), default_text="the port of `console.listener`")
+    console_refresh_ms: int = setting(5000, LONG, CON, "How often an open page (in a visible tab) refreshes its "
+                                      "figures.", validator=at_least(500))
+    console_session_timeout_ms: int = setting(
+        3_600_000, LONG, CON, "A login unused for this long ends (SASL brokers: the user logs in again).",
+        validator=at_least(1000))
+    console_max_sessions: int = setting(1000, INT, CON, "Console sessions kept at once; beyond, the least recently "
+                                        "used ends.", validator=at_least(1))
+    console_page_size: int = setting(100, INT, CON, "Rows of a table on one page (topics, partitions, groups, "
+                                     "offsets).", validator=at_least(1))
+    console_records_max: int = setting(500, INT, CON, "The most records one look in the record browser fetches.",
+                                       validator=at_least(1))
+    console_record_view_bytes: int = setting(
+        4096, INT, CON, "Keys, values and headers longer than this are cut short in the record browser (the record "
+        "is not changed).", validator=at_least(16))
+    console_history_interval_ms: int = setting(
+        10_000, LONG, CON, "How often the broker samples its throughput, request rates and groups' lag for the "
+        "console's charts; the last hour of samples is kept.", validator=at_least(1000))
+
     # -- operation
     log_level: str = setting("INFO", STRING, P, "The level of the broker's log lines: DEBUG, INFO, WARNING or "
                              "ERROR.")
@@ -406,6 +433,11 @@ class BrokerConfig:
 
     def with_overrides(self, **overrides: Any) -> BrokerConfig:
         return dataclasses.replace(self, **overrides)
+
+    @property
+    def console_address(self) -> tuple[str, int] | None:
+        """Where the web console listens (``console.listener``, its port replaced by ``console.port``); None: off."""
+        return console_address(self.console_listener, self.console_port)
 
     @property
     def data_path(self) -> Path:
@@ -588,6 +620,25 @@ def broker_log_defaults(config: BrokerConfig) -> dict[str, str]:
         if s.topic is not None and value is not None and s.topic not in defaults:
             defaults[s.topic] = text(value)
     return defaults
+
+
+def console_address(listener: str | None, port: str | None) -> tuple[str, int] | None:
+    """``(host, port)`` of ``console.listener`` with ``console.port`` (its shorthand) applied; None when either
+    is ``none`` (or the listener is unset and no port given).  ValueError says what a malformed value must be."""
+    address: tuple[str, int] | None = None
+    if listener is not None and listener.strip().lower() not in ("", "none"):
+        scheme, sep, rest = listener.strip().partition("://")
+        host, colon, number = rest.rstrip("/").rpartition(":")
+        if scheme.lower() != "http" or not sep or not colon or not number.isdigit() or int(number) > 65535:
+            raise ValueError("must be http://HOST:PORT or none")
+        address = (host.strip("[]") or "127.0.0.1", int(number))
+    if not port:
+        return address
+    if port.strip().lower() == "none":
+        return None
+    if not port.strip().isdigit() or int(port) > 65535:
+        raise ValueError("must be a port number or none")
+    return (address[0] if address is not None else "127.0.0.1", int(port))
 
 
 def split_list(value: str | None) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ import broker.handlers.all  # noqa: F401  (registers every handler)
 from broker.handlers.authorization import Deny
 from broker.handlers.context import RequestContext
 from broker.handlers.registry import HANDLERS, ApiHandler, Handler, Reply, api_versions_entries
+from broker.log.region import FileRegion, read_region
 from protocol.api import (
     APIS,
     ApiKey,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from broker.handlers.services import Services
     from broker.network.server import KafkaConnection
     from broker.observability.metrics import BrokerMetrics
+    from broker.security.acl import AuthorizationSession
     from broker.testing.faults import FaultInjector
 
 __all__ = ["RequestDispatcher"]
@@ -63,6 +65,25 @@ class _InProcessPeer:
 
 
 _IN_PROCESS: Any = _InProcessPeer()
+
+
+class _OnBehalfPeer:
+    """The connection-shaped peer of :meth:`RequestDispatcher.on_behalf_of`: a principal this broker
+    acts for (its web console's user), with that principal's authorization session."""
+
+    __slots__ = ("client_host", "client_id", "session")
+
+    class listener:
+        name = ""
+
+    def __init__(self, session: AuthorizationSession | None, client_id: str, client_host: str) -> None:
+        self.session = session
+        self.client_id = client_id
+        self.client_host = client_host
+
+#: answers a request (as authorized here) on another broker: the console's requests for a partition
+#: leader or a group coordinator elsewhere in the cluster
+Forward = Callable[[Obj], Awaitable[Obj]]
 
 
 class RequestDispatcher:
@@ -142,7 +163,48 @@ class RequestDispatcher:
                                           decode_request_body(header, frame))
         if result is not None and not isinstance(result, dict):
             result = await result
-        response = b"".join(bytes(part) for part in encode_response_parts(api_key, version, 0, result))
+        return await self._decoded(api_key, version, result)
+
+    async def on_behalf_of(self, session: AuthorizationSession | None, api_key: int, version: int,
+                           body: dict[str, Any], *, client_id: str = "kbroker-console", client_host: str = "",
+                           forward: Forward | None = None) -> Obj:
+        """A request made for a principal who is not on a Kafka connection (the web console's user):
+        encoded and decoded as on the wire, passed through the same authorization pass as a
+        connection's requests with that principal's ``session`` (None: authorization is off), and
+        handled here — or, with ``forward``, answered by the broker that owns what it names (the
+        request as authorized here is sent there, and the answer merged with what was refused here).
+        Record data the answer carries is read from the segment files off the event loop.  Returns
+        the response body as a client would read it."""
+        frame = memoryview(encode_request(api_key, version, 0, client_id, body))[4:]
+        header = decode_request_header(frame)
+        request = decode_request_body(header, frame)
+        merge: Callable[[Any], Any] | None = None
+        if session is not None:
+            verdict = self.authz.check(session, api_key, version, request)
+            if isinstance(verdict, Deny):
+                return await self._decoded(api_key, version, verdict.body)
+            if verdict is not None:
+                request, merge = verdict.request, verdict.merge
+        if forward is not None:
+            result: Any = await forward(request)
+        else:
+            peer = _OnBehalfPeer(session, client_id, client_host)
+            result = HANDLERS[api_key].handle(self.services, RequestContext(peer, header), request)
+            if result is not None and not isinstance(result, dict):
+                result = await result
+        if merge is not None:
+            result = merge(result)
+        return await self._decoded(api_key, version, result)
+
+    @staticmethod
+    async def _decoded(api_key: int, version: int, body: Any) -> Obj:
+        """``body`` encoded as a response and decoded as a client reads it; file regions read off the loop."""
+        parts = encode_response_parts(api_key, version, 0, body)
+        if any(isinstance(part, FileRegion) for part in parts):
+            loop = asyncio.get_running_loop()
+            parts = [await loop.run_in_executor(None, read_region, part) if isinstance(part, FileRegion) else part
+                     for part in parts]
+        response = b"".join(bytes(part) for part in parts)
         return decode_response(api_key, version, memoryview(response)[4:])[1]
 
     async def _finish_async(self, ctx: RequestContext, pending: Awaitable[Reply]) -> Any:

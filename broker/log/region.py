@@ -7,6 +7,7 @@ it without copying.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from protocol.primitives import ExternalBytes
 if TYPE_CHECKING:
     from broker.log.segment import SegmentFile
 
-__all__ = ["FileRegion", "release_parts"]
+__all__ = ["FileRegion", "read_region", "release_parts"]
 
 
 class FileRegion(ExternalBytes):
@@ -55,6 +56,15 @@ class FileRegion(ExternalBytes):
         # was cancelled): the references go with the region instead of leaking.
         if getattr(self, "_held", None):
             self.release()
+
+
+def read_region(region: FileRegion) -> bytes:
+    """The bytes of ``region``, read from its files (blocking: call it off the event loop), and the
+    region released."""
+    try:
+        return b"".join(os.pread(handle.fileno(), length, offset) for handle, offset, length in region.chunks)
+    finally:
+        region.release()
 
 
 def release_parts(parts: Any) -> None:

@@ -71,6 +71,9 @@ class Partition:
         self.isr_epochs: dict[int, int] = {}
         #: Controlled shutdown: no more appends; leadership moves once the followers have everything.
         self.handing_over = False
+        #: how many times this broker became the leader: a term lasts through leader-epoch bumps that keep
+        #: it leader (a reassignment completing), during which its log is never truncated
+        self.leader_term = 0
         #: replication throttles naming this replica (topic configs ``leader``/``follower.replication.
         #: throttled.replicas``): as leader, out-of-sync followers wait for the quota; as follower, it does
         self.leader_throttled = False
@@ -101,6 +104,8 @@ class Partition:
             leader = NO_LEADER  # an earlier incarnation of this broker: it may have lost what it had
         if leader == self.local_id:
             if not was_leader or record.leader_epoch != old_epoch:
+                if not was_leader:
+                    self.leader_term += 1
                 self.leader, self.leader_epoch = leader, record.leader_epoch
                 self.handing_over = False
                 self._become_leader(now_ms)

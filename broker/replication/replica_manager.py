@@ -154,18 +154,21 @@ class DelayedFetch(DelayedOperation):
 class _ProduceWait:
     """One partition of a parked acks=all produce: done once the high watermark reaches ``required``."""
 
-    __slots__ = ("entry", "leader_epoch", "partition", "required")
+    __slots__ = ("entry", "leader_term", "partition", "required")
 
     def __init__(self, partition: Partition, required: int, entry: dict[str, Any]) -> None:
         self.partition = partition
         self.required = required
-        self.leader_epoch = partition.leader_epoch
+        self.leader_term = partition.leader_term
         self.entry = entry
 
     def status(self) -> int | None:
-        """The partition's answer if it has one now (None: still waiting)."""
+        """The partition's answer if it has one now (None: still waiting).  A leader-epoch bump that keeps
+        this broker leader (a reassignment completing) does not fail the wait: the appended batch is
+        still in the log, and commits when the high watermark passes it (as Kafka answers); only
+        losing the leadership does (the log may have been truncated since)."""
         p = self.partition
-        if not p.is_leader or p.leader_epoch != self.leader_epoch:
+        if not p.is_leader or p.leader_term != self.leader_term:
             return E.NOT_LEADER_OR_FOLLOWER
         if p.log.high_watermark >= self.required:
             if len(p.isr) < p.log.config.min_insync_replicas:

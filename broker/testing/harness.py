@@ -300,8 +300,10 @@ class BrokerProcess:
 
     def __init__(self, data_dir: str | os.PathLike[str], port: int | None = None,
                  extra_args: list[str] | None = None, *, cwd: str | os.PathLike[str] | None = None,
-                 listeners: Sequence[str] | None = None) -> None:
+                 listeners: Sequence[str] | None = None, console: bool = False) -> None:
         self.data_dir = Path(data_dir)
+        #: the web console's port (``console=True``: a free one); None: the console is off
+        self.console_port: int | None = free_port() if console else None
         self.port = port or free_port()
         self.host = "127.0.0.1"
         self.extra_args = list(extra_args or [])
@@ -322,6 +324,12 @@ class BrokerProcess:
     def address(self, listener: str) -> tuple[str, int]:
         return self.host, self.listeners[listener.upper()]
 
+    @property
+    def console_url(self) -> str:
+        """The web console's address (``console=True``)."""
+        assert self.console_port is not None, "started without console=True"
+        return f"http://{self.host}:{self.console_port}"
+
     def bootstrap(self, listener: str) -> str:
         return f"{self.host}:{self.listeners[listener.upper()]}"
 
@@ -332,6 +340,7 @@ class BrokerProcess:
             listeners = ["--set", f"listeners={spec}"]
         return [sys.executable, "-m", "broker", "--host", self.host, "--port", str(self.port),
                 "--data-dir", str(self.data_dir), "--metrics-port", "0",
+                "--console-port", str(self.console_port) if self.console_port is not None else "none",
                 "--set", "group.initial.rebalance.delay.ms=0", *listeners, *self.extra_args]
 
     def _readiness_listener(self) -> tuple[int, bool]:
@@ -428,7 +437,7 @@ class KBrokerCluster:
     def __init__(self, size: int, directory: str | os.PathLike[str], *, settings: dict[str, Any] | None = None,
                  cluster_id: str = "kbroker", etcd: EtcdServer | EtcdCluster | None = None,
                  listeners: Sequence[str] | None = None, etcd_members: int = 1,
-                 per_broker: dict[int, dict[str, Any]] | None = None) -> None:
+                 per_broker: dict[int, dict[str, Any]] | None = None, console: bool = False) -> None:
         self.size = size
         self.directory = Path(directory)
         self.cluster_id = cluster_id
@@ -438,6 +447,8 @@ class KBrokerCluster:
         self.etcd: EtcdServer | EtcdCluster = etcd or (
             EtcdCluster(self.directory / "etcd", etcd_members) if etcd_members > 1 else EtcdServer(self.directory / "etcd"))
         self.listeners = listeners
+        #: every broker serves the web console (each on a free port: ``brokers[n].console_url``)
+        self.console = console
         self.brokers: dict[int, BrokerProcess] = {}
         for node in range(1, size + 1):
             self.brokers[node] = self._broker(node, (per_broker or {}).get(node))
@@ -446,7 +457,8 @@ class KBrokerCluster:
         args = ["--node-id", str(node), "--cluster", self.etcd.url, "--set", f"cluster.id={self.cluster_id}"]
         for key, value in {**self.settings, **(settings or {})}.items():
             args += ["--set", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
-        return BrokerProcess(self.directory / f"data-{node}", extra_args=args, listeners=self.listeners)
+        return BrokerProcess(self.directory / f"data-{node}", extra_args=args, listeners=self.listeners,
+                             console=self.console)
 
     def add_broker(self, node: int, *, settings: dict[str, Any] | None = None, timeout: float = 60.0) -> BrokerProcess:
         """Start a new broker ``node`` (a new id, an empty data directory) that joins the cluster."""

@@ -146,12 +146,15 @@ async def test_a_v0_broker_cannot_be_asked_to_keep_replication_factors(connect):
 
 
 async def test_a_refused_request_raises(connect):
-    def refuse(request: Obj, version: int) -> dict[str, Any]:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": "not allowed", "responses": [], "topics": []}
+    def refusal(entries: str) -> Any:
+        def refuse(request: Obj, version: int) -> dict[str, Any]:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                    "error_message": "not allowed", entries: []}
 
-    async with ScriptedBroker({ApiKey.ALTER_PARTITION_REASSIGNMENTS: refuse,
-                               ApiKey.LIST_PARTITION_REASSIGNMENTS: refuse}) as broker:
+        return refuse
+
+    async with ScriptedBroker({ApiKey.ALTER_PARTITION_REASSIGNMENTS: refusal("responses"),
+                               ApiKey.LIST_PARTITION_REASSIGNMENTS: refusal("topics")}) as broker:
         client = await connect(broker)
         with pytest.raises(KafkaError) as raised:
             await client.alter_partition_reassignments({TopicPartition("t", 0): [1]})

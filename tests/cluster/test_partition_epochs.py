@@ -61,3 +61,16 @@ def test_a_partition_being_handed_over_knows_who_has_caught_up(tmp_path: Path) -
     # a new record (the move) ends the handover here
     assert p.apply_record(PartitionRecord(2, 1, (2, 3), 1, (20, 30)), (1, 2, 3), 2, 0, local_epoch=10) == "follower"
     assert not p.handing_over
+
+
+def test_a_leader_epoch_bump_that_keeps_the_leader_keeps_its_term(tmp_path: Path) -> None:
+    """acks=all writes parked on a leader survive an epoch bump that keeps it leader (a reassignment
+    completing): its log is not truncated; they fail only when the leadership is lost."""
+    p = partition(tmp_path, 1)
+    assert p.apply_record(PartitionRecord(1, 0, (1, 2, 3), 0, (10, 20, 30)), (1, 2, 3), 1, 0, local_epoch=10) == "leader"
+    term = p.leader_term
+    p.apply_record(PartitionRecord(1, 1, (1, 2), 1, (10, 20)), (1, 2), 2, 0, local_epoch=10)
+    assert p.is_leader and p.leader_epoch == 1 and p.leader_term == term
+    p.apply_record(PartitionRecord(2, 2, (2,), 2, (20,)), (1, 2), 3, 0, local_epoch=10)
+    p.apply_record(PartitionRecord(1, 3, (1, 2), 3, (10, 20)), (1, 2), 4, 0, local_epoch=10)
+    assert p.is_leader and p.leader_term == term + 1

@@ -14,6 +14,7 @@ fails at once, naming them, when one is taken.
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -42,8 +43,15 @@ SINGLE_PORTS = (9092, 9464, 9090)
 CLUSTER_PORTS = (2379, 2380, 19092, 29092, 39092, 19464, 29464, 39464)
 
 
-def require_free(ports: tuple[int, ...]) -> None:
-    taken = [p for p in ports if not port_is_free(p)]
+def require_free(ports: tuple[int, ...], timeout: float = 60.0) -> None:
+    """Wait until ``ports`` are free: some of them (39092, 39464) are in the kernel's ephemeral range, so
+    a passing connection or another program's port-0 listener may hold one for a while."""
+    deadline = time.monotonic() + timeout
+    while True:
+        taken = [p for p in ports if not port_is_free(p)]
+        if not taken or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert not taken, (f"ports {taken} of 127.0.0.1 are in use; the host-network compose stacks "
                        f"(docker-compose.host.yml) listen there")
 

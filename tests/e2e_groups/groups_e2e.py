@@ -92,7 +92,7 @@ class BrokerProcess:
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         cmd = [sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", str(self.port),
-               "--data-dir", str(self.data_dir), "--metrics-port", str(self.metrics_port)]
+               "--data-dir", str(self.data_dir), "--metrics-port", str(self.metrics_port), "--console-port", "none"]
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={value}"]
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime

@@ -399,6 +399,23 @@ class GroupService:
         yield lag
 
 
+    def total_lags(self, end_offsets: Mapping[tuple[str, int], int], max_groups: int) -> dict[str, int]:
+        """Each group's lag summed over its committed partitions whose end is in ``end_offsets`` (the
+        groups this broker coordinates, at most ``max_groups``): what the console charts over time."""
+        lags: dict[str, int] = {}
+        for coordinator in self.coordinators():
+            for group_id, offsets in coordinator.offsets.items():
+                if len(lags) >= max_groups:
+                    return lags
+                total = 0
+                for tp, entry in offsets.items():
+                    end = end_offsets.get(tp)
+                    if end is not None:
+                        total += max(0, end - entry.offset)
+                lags[group_id] = total
+        return lags
+
+
 def _describe_error(group_id: str, code: int) -> dict[str, Any]:
     return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "",
             "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": -2147483648}

@@ -52,13 +52,13 @@ from raw_wire import Profiler  # noqa: E402
 
 from broker.testing.harness import BrokerProcess  # noqa: E402
 from protocol.api import ApiKey, decode_response, encode_request  # noqa: E402
-from protocol.error_codes import ErrorCode  # noqa: E402
+from protocol.error_codes import ErrorCode, error_name  # noqa: E402
 
 E = ErrorCode
 TOPIC = "group-scale"
 JOIN_V, SYNC_V, CGH_V = 5, 3, 1
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
-_SYNC_HEAD = struct.Struct(">ihi")  # correlation id, throttle, error code (then the assignment bytes)
+_SYNC_HEAD = struct.Struct(">iih")  # correlation id, throttle, error code (then the assignment bytes)
 
 
 # ------------------------------------------------------------------------------- wire
@@ -200,7 +200,7 @@ async def classic(port: int, pid: int, n: int, partitions: int, group: str, prof
     def on_sync(frame: bytes) -> None:
         _, _, error = _SYNC_HEAD.unpack_from(frame)
         if error != E.NONE:
-            errors.append(f"SyncGroup {E(error).name}")
+            errors.append(f"SyncGroup {error_name(error)}")
         left[0] -= 1
         if not left[0] and not done.done():
             done.set_result(time.perf_counter())
@@ -209,7 +209,7 @@ async def classic(port: int, pid: int, n: int, partitions: int, group: str, prof
         # JoinGroup v5 response: correlation id, throttle, error code, generation, protocol, leader, member id
         (error,) = _I16.unpack_from(frame, 8)
         if error != E.NONE:
-            errors.append(f"JoinGroup {E(error).name}")
+            errors.append(f"JoinGroup {error_name(error)}")
             left[0] -= 1
             if not left[0] and not done.done():
                 done.set_result(time.perf_counter())

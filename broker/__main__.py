@@ -5,6 +5,7 @@ the cluster (exit ``EXIT_CLUSTER_FAILURE`` = 69, EX_UNAVAILABLE); 1 when it cann
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -15,6 +16,23 @@ from broker.core import BrokerCore, load_config
 from broker.log.errors import LogError
 from broker.observability.logging_setup import configure_logging
 
+#: allocations between two young-generation collections of the cyclic garbage collector (Python's: 700)
+_GC_YOUNG_THRESHOLD = 10_000
+
+
+def _settle_gc() -> None:
+    """Once the broker serves: what start-up made (modules, settings, its services) moves to the
+    collector's permanent generation, and young collections run every ``_GC_YOUNG_THRESHOLD`` allocations.
+
+    A full collection walks every tracked object.  Without this, the requests of a burst — ten thousand
+    members joining one group, each holding a parked JoinGroup — promote enough objects to trigger
+    several full collections, each walking the broker's whole heap: in that benchmark, a third of the
+    broker's CPU (benchmarks/RESULTS.md, "one big group")."""
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(_GC_YOUNG_THRESHOLD, older, oldest)
+
 
 async def _serve(core: BrokerCore) -> int:
     stop = asyncio.Event()
@@ -22,6 +40,7 @@ async def _serve(core: BrokerCore) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await core.start()
+    _settle_gc()
     waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(core.wait_stopped())]
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     for waiter in waiters:

@@ -166,10 +166,12 @@ def group_settings(config: BrokerConfig) -> GroupConfig:
         offset_metadata_max_bytes=config.offset_metadata_max_bytes,
         offsets_topic_num_partitions=config.offsets_topic_num_partitions,
         offsets_retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        offsets_compression=config.offsets_topic_compression_codec,
         consumer=ConsumerGroupConfig(
             heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
             session_timeout_ms=config.group_consumer_session_timeout_ms,
-            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size),
+            assignors=split_list(config.group_consumer_assignors), max_size=config.group_consumer_max_size,
+            assignment_interval_ms=config.group_consumer_assignment_interval_ms),
         share=ShareGroupConfig(
             heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
             session_timeout_ms=config.group_share_session_timeout_ms, max_size=config.group_share_max_size,

@@ -96,7 +96,7 @@ def one_of(*allowed: Any) -> Validator:
     """One of ``allowed``."""
     def check(value: Any) -> None:
         if value not in allowed:
-            raise ValueError("must be one of " + ", ".join(repr(a) for a in allowed if a))
+            raise ValueError("must be one of " + ", ".join(repr(a) for a in allowed if a is not None and a != ""))
 
     return check
 

@@ -350,6 +350,10 @@ class BrokerConfig:
     group_consumer_min_session_timeout_ms: int = setting(45_000, LONG, CG, "The lowest session timeout, of the "
                                                          "broker and of group configs.", validator=at_least(1))
     group_consumer_max_session_timeout_ms: int = setting(60_000, LONG, CG, "The highest session timeout.")
+    group_consumer_assignment_interval_ms: int = setting(
+        1000, LONG, CG, "A consumer group computes a new target assignment at most once per interval: the members "
+        "that join, leave or change their subscriptions within it share one assignor run (0: a run per change).",
+        validator=at_least(0))
     group_consumer_assignors: str = setting("uniform,range", STRING, CG, "The server-side assignors a member may ask "
                                             "for (`uniform`, `range`); the first is the default.")
     group_consumer_max_size: int = setting(_INT_MAX, INT, CG, "Members a consumer group may have (more: "
@@ -415,6 +419,10 @@ class BrokerConfig:
                                                        "for.")
     offset_metadata_max_bytes: int = setting(4096, LONG, GRP, "The longest metadata of a committed offset (longer: "
                                              "OFFSET_METADATA_TOO_LARGE).")
+    offsets_topic_compression_codec: int = setting(
+        0, INT, GRP, "How the group coordinator compresses its batches in `__consumer_offsets`: 0 none, 1 gzip, "
+        "2 snappy, 3 lz4, 4 zstd. A classic group's metadata holds every member, so a group of thousands may "
+        "need it (or a larger `message.max.bytes`) to be stored at all.", validator=one_of(0, 1, 2, 3, 4))
 
     # -- transaction coordinator
     transaction_state_log_num_partitions: int = setting(50, INT, TXN, "Partitions of `__transaction_state` when it "

@@ -27,7 +27,9 @@ This module is the asyncio edge both coordinators share (Kafka's
   appended to its partition through the replica manager (records, a producer's
   transactional batch, or a COMMIT/ABORT marker) and reported back once
   replicated (acks=all), in the order they were handed out: ``write_committed`` /
-  ``write_failed``.  A write's failure changes nothing stored; the coordinator
+  ``write_failed``.  The writes of records one loop iteration hands out are appended
+  as one batch per partition (a burst of requests costs a few appends), each still
+  reported on its own.  A write's failure changes nothing stored; the coordinator
   answers what waited on it with its mapped error.
 * **timers** — one wheel timer per shard at the coordinator's ``next_deadline()``;
   when it fires, ``poll(now)``.
@@ -75,6 +77,11 @@ E = ErrorCode
 WRITE_TIMEOUT_MS = 30_000
 #: Batches replayed between two yields to the event loop while a shard loads.
 _LOAD_BATCHES_PER_STEP = 200
+#: Record bytes above which the writes of one loop iteration are appended as more than one batch (at most
+#: half the partition's ``max.message.bytes``, so a merged batch never fails where its writes alone would not).
+_MERGED_BYTES = 256 * 1024
+#: What a record adds to its key and value in a batch, at most (length, attributes, deltas, header count).
+_RECORD_OVERHEAD = 24
 
 
 def now_ms() -> int:
@@ -245,6 +252,8 @@ class Shard(Generic[C]):
     tokens: set[int] = field(default_factory=set)
     load_task: asyncio.Task[None] | None = None
     write_tail: asyncio.Future[Any] | None = None
+    #: writes handed out by this loop iteration's calls, appended together when it ends
+    queued: list[Write] = field(default_factory=list)
 
 
 #: a running call's reply slot before the reply comes
@@ -269,8 +278,9 @@ class CoordinatorRuntime(Generic[C]):
                  after_poll: Callable[[Shard[C]], None] | None = None,
                  on_unload: Callable[[Shard[C]], None] | None = None,
                  on_load_error: Callable[[], None] | None = None,
-                 write_timeout_ms: int = WRITE_TIMEOUT_MS) -> None:
-        """``new_coordinator(partition, leader_epoch)`` makes the empty coordinator a load fills."""
+                 write_timeout_ms: int = WRITE_TIMEOUT_MS, compression: int = 0) -> None:
+        """``new_coordinator(partition, leader_epoch)`` makes the empty coordinator a load fills;
+        ``compression``: the codec of the batches it writes (``protocol.records``: 0 none ... 4 zstd)."""
         self.topic = topic
         self.replica = replica
         self.timer = timer
@@ -281,6 +291,7 @@ class CoordinatorRuntime(Generic[C]):
         self._on_unload = on_unload
         self._on_load_error = on_load_error
         self._write_timeout_ms = write_timeout_ms
+        self._compression = compression
         self._tokens = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         #: tokens of the calls running now (see run) -> their reply once the effects carry it
@@ -455,23 +466,64 @@ class CoordinatorRuntime(Generic[C]):
                 future.set_result(body)
         if self._on_effects is not None:
             self._on_effects(shard, effects)
-        for write in effects.writes:
-            self._start_write(shard, write)
+        if effects.writes:
+            if not shard.queued:
+                asyncio.get_running_loop().call_soon(self._append_queued, shard)
+            shard.queued.extend(effects.writes)
         self._rearm(shard)
 
-    def _start_write(self, shard: Shard[C], write: Write) -> None:
-        """Append one write to the shard's partition; report it once replicated, in order."""
-        topic, partition = self.topic, write.partition
+    def _append_queued(self, shard: Shard[C]) -> None:
+        """Append the writes this loop iteration's calls handed out, in the order they were handed out:
+        consecutive writes of plain records to one partition go out as one batch (up to ``_MERGED_BYTES``),
+        so a burst of requests that each write a few records — a thousand members joining at once — costs a
+        few appends, not one each; markers and transactional writes go alone.  The log holds the records
+        in hand-out order (a load replays them as before), and each write completes on its own, in order:
+        a failed append fails exactly the writes it carried."""
+        writes, shard.queued = shard.queued, []
+        if self._closed or self.shards.get(shard.partition) is not shard:
+            return  # the shard is gone (its requests were answered NOT_COORDINATOR)
+        run: list[Write] = []
+        size = 0
+        limit = self._merge_limit(shard.partition)
+        for write in writes:
+            if write.marker is not None or write.producer_id >= 0:
+                if run:
+                    self._start_write(shard, run)
+                    run, size = [], 0
+                self._start_write(shard, [write])
+                continue
+            nbytes = sum(_RECORD_OVERHEAD + len(key) + len(value or b"") for key, value in write.records)
+            if run and (run[0].partition != write.partition or size + nbytes > limit):
+                self._start_write(shard, run)
+                run, size = [], 0
+            run.append(write)
+            size += nbytes
+        if run:
+            self._start_write(shard, run)
+
+    def _merge_limit(self, partition: int) -> int:
+        """The record bytes one merged batch of ``partition`` may carry."""
+        p = self.replica.partitions.get((self.topic, partition))
+        if p is None:
+            return _MERGED_BYTES
+        return min(_MERGED_BYTES, p.log.config.max_message_bytes // 2)
+
+    def _start_write(self, shard: Shard[C], writes: list[Write]) -> None:
+        """Append ``writes`` (of one partition; several only when all are plain records) as one batch; report
+        each once replicated, in order."""
+        topic, first = self.topic, writes[0]
+        partition = first.partition
         pending: Awaitable[tuple[int, int]]
         try:
-            if write.marker is not None:
-                pending = self.replica.write_marker(topic, partition, write.producer_id, write.producer_epoch,
-                                                    write.marker.commit, write.marker.coordinator_epoch,
+            if first.marker is not None:
+                pending = self.replica.write_marker(topic, partition, first.producer_id, first.producer_epoch,
+                                                    first.marker.commit, first.marker.coordinator_epoch,
                                                     self._write_timeout_ms)
             else:
-                batch = encode_batch([(key, value, [], now_ms()) for key, value in write.records],
-                                     producer_id=write.producer_id, producer_epoch=write.producer_epoch,
-                                     is_transactional=write.producer_id >= 0)
+                timestamp = now_ms()
+                batch = encode_batch([(key, value, [], timestamp) for write in writes for key, value in write.records],
+                                     producer_id=first.producer_id, producer_epoch=first.producer_epoch,
+                                     is_transactional=first.producer_id >= 0, compression=self._compression)
                 pending = self.replica.append_to_leader(topic, partition, batch, self._write_timeout_ms)
         except Exception:
             log.exception("appending to %s-%d failed", topic, partition)
@@ -484,14 +536,16 @@ class CoordinatorRuntime(Generic[C]):
             code, _ = await pending
             if previous is not None and not previous.done():
                 await asyncio.shield(previous)  # writes complete in the order they were made
-            if self.shards.get(shard.partition) is not shard or shard.coordinator is None:
-                return  # the shard is gone (its requests were answered NOT_COORDINATOR)
-            if code == E.NONE:
-                effects = shard.coordinator.write_committed(now_ms(), write.write_id)
-            else:
+            if code != E.NONE:
                 log.warning("write to %s-%d failed: %s", topic, partition, error_name(code))
-                effects = shard.coordinator.write_failed(now_ms(), write.write_id, code)
-            self.apply(shard, effects)
+            for write in writes:
+                if self.shards.get(shard.partition) is not shard or shard.coordinator is None:
+                    return  # the shard is gone (its requests were answered NOT_COORDINATOR)
+                if code == E.NONE:
+                    effects = shard.coordinator.write_committed(now_ms(), write.write_id)
+                else:
+                    effects = shard.coordinator.write_failed(now_ms(), write.write_id, code)
+                self.apply(shard, effects)
 
         task = asyncio.ensure_future(complete())
         shard.write_tail = task

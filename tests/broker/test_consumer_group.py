@@ -43,13 +43,14 @@ class Topics:
 
 
 class Shard:
-    """A coordinator whose writes all commit at once, remembering every record written."""
+    """A coordinator whose writes all commit at once, remembering every record written (a target
+    assignment per change unless ``assignment_interval_ms`` says otherwise)."""
 
     def __init__(self, topics: Topics, **consumer: Any) -> None:
         self.topics = topics
         self.now = 1_000
         cfg = GroupConfig(consumer=ConsumerGroupConfig(**{"heartbeat_interval_ms": 100, "session_timeout_ms": 1000,
-                                                          **consumer}))
+                                                          "assignment_interval_ms": 0, **consumer}))
         self.config = cfg
         self.c = GroupCoordinator(cfg, now_ms=self.now, topics=topics, partition_count=topics.partition_count)
         self.records: list[tuple[bytes, bytes | None]] = []

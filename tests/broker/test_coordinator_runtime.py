@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from broker.coordinator.runtime import CoordinatorRuntime, Shard
+from broker.coordinator.write import TxnMarker, Write
 from protocol.error_codes import ErrorCode
+from protocol.records import ZSTD, decode_batch
 
 
 @dataclass
@@ -196,3 +199,193 @@ async def test_a_poll_answers_requests_parked_before_it() -> None:
     await asyncio.sleep(0)
     timer.live()[0].fire()
     assert await task == {"polled": True}
+
+
+class _Log(_Replica):
+    """A replica manager whose appends the test completes: each append's batch (or marker) and its future."""
+
+    def __init__(self, max_message_bytes: int | None = None) -> None:
+        self.appends: list[tuple[Any, asyncio.Future[tuple[int, int]]]] = []
+        self.partitions: dict[tuple[str, int], Any] = {}
+        if max_message_bytes is not None:
+            config = SimpleNamespace(max_message_bytes=max_message_bytes)
+            self.partitions[("__test", 0)] = SimpleNamespace(log=SimpleNamespace(config=config))
+
+    def _append(self, what: Any) -> asyncio.Future[tuple[int, int]]:
+        future: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+        self.appends.append((what, future))
+        return future
+
+    def append_to_leader(self, topic: str, partition: int, batch: bytes, timeout_ms: int) -> Any:
+        return self._append(batch)
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, timeout_ms: int) -> Any:
+        return self._append(("marker", producer_id, commit))
+
+    def records(self, index: int) -> list[tuple[bytes | None, bytes | None]]:
+        return [(r.key, r.value) for r in decode_batch(self.appends[index][0])[1]]
+
+    def complete(self, index: int, code: int = ErrorCode.NONE) -> None:
+        self.appends[index][1].set_result((code, index))
+
+
+class _Writing(_Coordinator):
+    """Hands out ``Write(write_id, 0, records)`` per call and answers the call once that write completed;
+    records each write's outcome in the order the runtime reports them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcomes: list[tuple[int, int]] = []
+        self.waiting: dict[int, Hashable] = {}
+
+    def write(self, token: Hashable, write: Write) -> _Effects:
+        self.waiting[write.write_id] = token
+        return _Effects(writes=[write])
+
+    def write_committed(self, now_ms: int, write_id: int) -> _Effects:
+        self.outcomes.append((write_id, ErrorCode.NONE))
+        token = self.waiting.pop(write_id, None)
+        return _Effects(replies=[(token, {"committed": write_id})] if token is not None else [])
+
+    def write_failed(self, now_ms: int, write_id: int, error_code: int) -> _Effects:
+        self.outcomes.append((write_id, error_code))
+        token = self.waiting.pop(write_id, None)
+        return _Effects(replies=[(token, {"failed": write_id, "code": error_code})] if token is not None else [])
+
+
+def _writing(replica: _Log, compression: int = 0) -> tuple[CoordinatorRuntime[Any], Shard[Any], _Writing]:
+    runtime: CoordinatorRuntime[Any] = CoordinatorRuntime(
+        topic="__test", replica=replica, timer=_Timer(),  # type: ignore[arg-type]
+        new_coordinator=lambda partition, epoch: _Writing(), compression=compression)
+    coordinator = _Writing()
+    shard: Shard[Any] = Shard(0, 1, coordinator=coordinator, loading=False)  # type: ignore[arg-type]
+    runtime.shards[0] = shard
+    return runtime, shard, coordinator
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def _records(n: int, tag: bytes = b"member") -> list[tuple[bytes, bytes | None]]:
+    return [(b"%s-key-%d" % (tag, i), b"%s " % tag * 50) for i in range(n)]
+
+
+async def test_the_writes_of_a_loop_iteration_are_one_compressed_batch() -> None:
+    """The writes that calls of one loop iteration hand out go to the log as one batch, compressed with the
+    runtime's codec (``offsets.topic.compression.codec``), records intact and in hand-out order; each write
+    completes on its own, in order."""
+    replica = _Log()
+    runtime, shard, coordinator = _writing(replica, compression=ZSTD)
+    records = _records(20)
+    runtime.apply(shard, _Effects(writes=[Write(1, 0, records[:5])]))
+    runtime.apply(shard, _Effects(writes=[Write(2, 0, records[5:12]), Write(3, 0, records[12:])]))
+    assert replica.appends == []  # nothing goes out before the loop iteration ends
+    await asyncio.sleep(0)
+    assert len(replica.appends) == 1
+    header, _ = decode_batch(replica.appends[0][0])
+    assert header.compression == ZSTD
+    assert replica.records(0) == records
+    assert len(replica.appends[0][0]) < sum(len(k) + len(v or b"") for k, v in records) // 4
+    replica.complete(0)
+    await _settle()
+    assert coordinator.outcomes == [(1, 0), (2, 0), (3, 0)]
+
+
+async def test_each_request_is_answered_only_once_the_batch_carrying_its_records_committed() -> None:
+    replica = _Log()
+    runtime, shard, _ = _writing(replica)
+    first = asyncio.ensure_future(runtime.run(shard, lambda c, t: c.write(t, Write(1, 0, _records(2))), _on_error))
+    second = asyncio.ensure_future(runtime.run(shard, lambda c, t: c.write(t, Write(2, 0, _records(3))), _on_error))
+    await _settle()
+    assert len(replica.appends) == 1 and len(replica.records(0)) == 5
+    assert not first.done() and not second.done()  # appended, not yet replicated
+    replica.complete(0)
+    assert await first == {"committed": 1} and await second == {"committed": 2}
+    assert runtime._pending == {} and shard.tokens == set()
+
+
+async def test_a_failed_append_fails_exactly_the_requests_whose_records_it_carried() -> None:
+    """Two loop iterations, two batches: the first fails, the second commits (and completes first).  The
+    first batch's requests get its error, the second's commit, and the outcomes are reported in hand-out
+    order."""
+    replica = _Log()
+    runtime, shard, coordinator = _writing(replica)
+    calls = []
+    for write_id in (1, 2):
+        calls.append(asyncio.ensure_future(runtime.run(
+            shard, lambda c, t, w=write_id: c.write(t, Write(w, 0, _records(1, b"a%d" % w))), _on_error)))
+    await _settle()
+    calls.append(asyncio.ensure_future(runtime.run(
+        shard, lambda c, t: c.write(t, Write(3, 0, _records(1, b"b"))), _on_error)))
+    await _settle()
+    assert len(replica.appends) == 2
+    assert [k for k, _ in replica.records(0)] == [b"a1-key-0", b"a2-key-0"]
+    assert [k for k, _ in replica.records(1)] == [b"b-key-0"]
+    replica.complete(1)
+    await _settle()
+    assert coordinator.outcomes == [] and not any(c.done() for c in calls)  # the second waits for the first
+    replica.complete(0, ErrorCode.NOT_ENOUGH_REPLICAS)
+    results = [await c for c in calls]
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
+    assert results == [{"failed": 1, "code": code}, {"failed": 2, "code": code}, {"committed": 3}]
+    assert coordinator.outcomes == [(1, code), (2, code), (3, ErrorCode.NONE)]
+
+
+async def test_markers_and_transactional_writes_go_alone_and_everything_keeps_its_order() -> None:
+    """Only consecutive plain writes merge: a transactional batch or a marker between them ends the batch, so
+    the log holds every record in hand-out order (a load replays what the coordinator saw)."""
+    replica = _Log()
+    runtime, shard, coordinator = _writing(replica)
+    writes = [Write(1, 0, _records(1, b"p1")), Write(2, 0, _records(1, b"p2")),
+              Write(3, 0, _records(1, b"t3"), producer_id=7, producer_epoch=0),
+              Write(4, 0, _records(1, b"p4")),
+              Write(5, 0, [], producer_id=7, producer_epoch=0, marker=TxnMarker(True, 3)),
+              Write(6, 0, _records(1, b"p6")), Write(7, 0, _records(1, b"p7"))]
+    runtime.apply(shard, _Effects(writes=writes[:4]))
+    runtime.apply(shard, _Effects(writes=writes[4:]))
+    await asyncio.sleep(0)
+    kinds = []
+    for what, _ in replica.appends:
+        if isinstance(what, tuple):
+            kinds.append(what)
+        else:
+            header, batch = decode_batch(what)
+            kinds.append((header.producer_id, [r.key for r in batch]))
+    assert kinds == [(-1, [b"p1-key-0", b"p2-key-0"]), (7, [b"t3-key-0"]), (-1, [b"p4-key-0"]),
+                     ("marker", 7, True), (-1, [b"p6-key-0", b"p7-key-0"])]
+    assert decode_batch(replica.appends[1][0])[0].is_transactional
+    for index in reversed(range(len(replica.appends))):
+        replica.complete(index)
+    await _settle()
+    assert [w for w, _ in coordinator.outcomes] == [1, 2, 3, 4, 5, 6, 7]
+
+
+async def test_a_batch_carries_at_most_half_the_partitions_max_message_bytes() -> None:
+    replica = _Log(max_message_bytes=2_000)
+    runtime, shard, coordinator = _writing(replica)
+    big = [(b"k", b"v" * 600)]
+    runtime.apply(shard, _Effects(writes=[Write(i, 0, big) for i in range(1, 5)]))
+    runtime.apply(shard, _Effects(writes=[Write(5, 0, [(b"k", b"v" * 3_000)])]))  # alone, as it always was
+    await asyncio.sleep(0)
+    assert [len(decode_batch(what)[1]) for what, _ in replica.appends] == [1, 1, 1, 1, 1]
+    replica.partitions[("__test", 0)].log.config.max_message_bytes = 4_000
+    runtime.apply(shard, _Effects(writes=[Write(i, 0, big) for i in range(6, 10)]))
+    await asyncio.sleep(0)
+    assert [len(decode_batch(what)[1]) for what, _ in replica.appends[5:]] == [3, 1]
+    for index in range(len(replica.appends)):
+        replica.complete(index)
+    await _settle()
+    assert [w for w, _ in coordinator.outcomes] == list(range(1, 10))
+
+
+async def test_writes_handed_out_before_an_unload_are_never_appended() -> None:
+    replica = _Log()
+    runtime, shard, coordinator = _writing(replica)
+    task = asyncio.ensure_future(runtime.run(shard, lambda c, t: c.write(t, Write(1, 0, _records(1))), _on_error))
+    runtime._unload(shard)  # leadership lost in the same loop iteration
+    assert await task == {"error": ErrorCode.NOT_COORDINATOR}
+    await _settle()
+    assert replica.appends == [] and coordinator.outcomes == []

@@ -26,6 +26,9 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300_000
     offsets_topic_num_partitions: int = 50
     offsets_retention_check_interval_ms: int = 600_000
+    #: the compression codec of the coordinator's batches (``offsets.topic.compression.codec``: 0 none, 1 gzip,
+    #: 2 snappy, 3 lz4, 4 zstd)
+    offsets_compression: int = 0
     #: KIP-848 consumer groups (``group.consumer.*``)
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
     #: share groups (``group.share.*``)

@@ -80,8 +80,9 @@ CONSUMER_MEMBER_TYPE = 1
 _SESSION = "cg-session"
 _REVOKE = "cg-revoke"
 _REGEX = "cg-regex"
+_ASSIGN = "cg-assign"
 #: the timer kinds this module schedules in the shard's KeyedTimers
-TIMER_KINDS = frozenset({_SESSION, _REVOKE, _REGEX})
+TIMER_KINDS = frozenset({_SESSION, _REVOKE, _REGEX, _ASSIGN})
 
 _I16 = struct.Struct(">h")
 
@@ -133,6 +134,9 @@ class ConsumerGroupConfig:
     session_timeout_ms: int = 45_000
     assignors: tuple[str, ...] = ("uniform", "range")
     max_size: int = 2**31 - 1
+    #: at most one target assignment per group per interval (KIP-1263): the joins, leaves and
+    #: subscription changes of an interval share one assignor run (0: one run per change)
+    assignment_interval_ms: int = 1000
 
 
 @dataclass(slots=True)
@@ -176,6 +180,13 @@ class ConsumerGroup:
     regexes: dict[str, frozenset[str]] = field(default_factory=dict)
     #: (topic id, partition) -> the member that owns it (assigned or still revoking)
     owners: dict[tuple[uuid.UUID, int], str] = field(default_factory=dict)
+    #: how many members subscribe to each topic name, use each regular expression, ask for each server
+    #: assignor (kept as member records are applied, so no request walks every member)
+    topic_counts: dict[str, int] = field(default_factory=dict)
+    regex_counts: dict[str, int] = field(default_factory=dict)
+    assignor_counts: dict[str, int] = field(default_factory=dict)
+    #: when the last target assignment was computed here (in memory only; None: not since the load)
+    assigned_at: int | None = None
 
     @property
     def state(self) -> str:
@@ -190,12 +201,23 @@ class ConsumerGroup:
         return "Stable"
 
     def subscribed_names(self) -> frozenset[str]:
-        names: set[str] = set()
-        for m in self.members.values():
-            names.update(m.subscribed_topic_names)
-            if m.subscribed_topic_regex is not None:
-                names.update(self.regexes.get(m.subscribed_topic_regex, ()))
+        names = set(self.topic_counts)
+        for pattern in self.regex_counts:
+            names.update(self.regexes.get(pattern, ()))
         return frozenset(names)
+
+    def count(self, member: ConsumerMember, delta: int) -> None:
+        """Add (``delta`` 1) or take away (-1) ``member``'s subscription and assignor in the group's counts."""
+        for counts, keys in ((self.topic_counts, member.subscribed_topic_names),
+                             (self.regex_counts, (member.subscribed_topic_regex,)),
+                             (self.assignor_counts, (member.server_assignor,))):
+            for key in keys:
+                if key is not None:
+                    n = counts.get(key, 0) + delta
+                    if n > 0:
+                        counts[key] = n
+                    else:
+                        counts.pop(key, None)
 
 
 # ------------------------------------------------------------------------------------ records
@@ -375,6 +397,7 @@ class ConsumerGroups:
                     self.timers.cancel((_SESSION, gid, mid))
                     self.timers.cancel((_REVOKE, gid, mid))
             self.timers.cancel((_REGEX, gid))
+            self.timers.cancel((_ASSIGN, gid))
             for key, value in self._committed.get(gid, {}).items():
                 self._apply_raw(key, value)
         for gid, key, value in in_flight:
@@ -389,9 +412,10 @@ class ConsumerGroups:
             log.info("consumer group %s: a write failed; back to epoch %d as stored", gid, group.group_epoch)
             for member in group.members.values():
                 self._arm_timers(group, member)
-            if any(m.subscribed_topic_regex is not None and m.subscribed_topic_regex not in group.regexes
-                   for m in group.members.values()):
+            if any(pattern not in group.regexes for pattern in group.regex_counts):
                 self.timers.schedule((_REGEX, gid), now_ms)
+            if group.group_epoch > group.assignment_epoch:
+                self.timers.schedule((_ASSIGN, gid), now_ms)
 
     def _apply_raw(self, key: bytes, value: bytes | None) -> str | None:
         """Apply an encoded record; its group id, or None when it is not a consumer-group record."""
@@ -432,13 +456,15 @@ class ConsumerGroups:
             mid = key["member_id"]
             if value is None:
                 member = group.members.pop(mid, None)
-                if member is not None and member.instance_id is not None \
-                        and group.static_members.get(member.instance_id) == mid:
-                    del group.static_members[member.instance_id]
+                if member is not None:
+                    group.count(member, -1)
+                    if member.instance_id is not None and group.static_members.get(member.instance_id) == mid:
+                        del group.static_members[member.instance_id]
                 return
             member = group.members.get(mid)
             if member is None:
                 member = group.members[mid] = ConsumerMember(mid)
+            group.count(member, -1)
             member.instance_id = value["instance_id"]
             member.rack_id = value["rack_id"]
             member.client_id = value["client_id"]
@@ -447,6 +473,7 @@ class ConsumerGroups:
             member.subscribed_topic_regex = value["subscribed_topic_regex"]
             member.rebalance_timeout_ms = value["rebalance_timeout_ms"]
             member.server_assignor = value["server_assignor"]
+            group.count(member, 1)
             if member.instance_id is not None:
                 group.static_members[member.instance_id] = mid
         elif record_type == CURRENT_ASSIGNMENT:
@@ -689,7 +716,7 @@ class ConsumerGroups:
         subscription changed, then compute the new target assignment."""
         gid = group.group_id
         # regexes nobody uses any more are forgotten
-        used = {m.subscribed_topic_regex for m in group.members.values()}
+        used = group.regex_counts
         for pattern in [p for p in group.regexes if p not in used]:
             self._emit(gid, REGULAR_EXPRESSION, {"group_id": gid, "regular_expression": pattern}, None)
         subscription = self._subscription(group)
@@ -703,26 +730,44 @@ class ConsumerGroups:
             self._emit(gid, GROUP_METADATA, {"group_id": gid}, {"epoch": group.group_epoch + 1})
             log.info("consumer group %s: epoch %d", gid, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
+            self._maybe_assign(group)
+
+    def _maybe_assign(self, group: ConsumerGroup) -> None:
+        """Compute the group's new target assignment now, or — when the last one is more recent than the
+        assignment interval — once the interval has passed (a timer), so the changes of an interval (a
+        thousand members joining at once) share one assignor run, as KIP-1263's batching does.  Members
+        reconcile towards the target they have meanwhile."""
+        interval = self.config.assignment_interval_ms
+        last = group.assigned_at
+        if last is None or interval <= 0 or self._now >= last + interval:
             self._assign(group)
+        else:
+            self.timers.schedule((_ASSIGN, group.group_id), last + interval)
 
     def _assignor(self, group: ConsumerGroup) -> str:
-        votes: dict[str, int] = {}
-        for m in group.members.values():
-            if m.server_assignor in ASSIGNORS and m.server_assignor in self.config.assignors:
-                votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
+        votes = {name: n for name, n in group.assignor_counts.items()
+                 if name in ASSIGNORS and name in self.config.assignors}
         if votes:
             return max(sorted(votes), key=votes.__getitem__)
         return self.config.assignors[0] if self.config.assignors else "uniform"
 
     def _assign(self, group: ConsumerGroup) -> None:
         gid = group.group_id
+        group.assigned_at = self._now
+        self.timers.cancel((_ASSIGN, gid))
         by_name = group.subscription
         subscriptions = {}
+        # members mostly share a few subscriptions: resolve each distinct one once
+        resolved: dict[tuple[tuple[str, ...], str | None], frozenset[uuid.UUID]] = {}
         for mid, m in group.members.items():
-            names = set(m.subscribed_topic_names)
-            if m.subscribed_topic_regex is not None:
-                names |= group.regexes.get(m.subscribed_topic_regex, frozenset())
-            subscriptions[mid] = frozenset(by_name[n][0] for n in names if n in by_name)
+            key = (m.subscribed_topic_names, m.subscribed_topic_regex)
+            ids = resolved.get(key)
+            if ids is None:
+                names = set(m.subscribed_topic_names)
+                if m.subscribed_topic_regex is not None:
+                    names |= group.regexes.get(m.subscribed_topic_regex, frozenset())
+                ids = resolved[key] = frozenset(by_name[n][0] for n in names if n in by_name)
+            subscriptions[mid] = ids
         topics = {tid: count for tid, count in by_name.values()}
         new = ASSIGNORS[self._assignor(group)](subscriptions, topics, group.target)
         for mid in sorted(new):
@@ -817,6 +862,11 @@ class ConsumerGroups:
         if key[0] == _REGEX:  # type: ignore[index]
             self._resolve_new_regexes(key[1])  # type: ignore[index]
             return
+        if key[0] == _ASSIGN:  # type: ignore[index]
+            group = self.groups.get(key[1])  # type: ignore[index]
+            if group is not None and group.group_epoch > group.assignment_epoch:
+                self._assign(group)
+            return
         kind, gid, mid = key  # type: ignore[misc]
         group = self.groups.get(gid)
         member = group.members.get(mid) if group is not None else None
@@ -835,9 +885,8 @@ class ConsumerGroups:
         view = self._regex_views[group_id]
         stale = group_id in self._stale_regexes
         self._stale_regexes.discard(group_id)
-        patterns = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex is not None}
         changed = False
-        for pattern in sorted(patterns):
+        for pattern in sorted(group.regex_counts):
             if pattern not in group.regexes or stale:
                 changed = self._resolve_regex(group, pattern, view) or changed
         if changed:
@@ -877,6 +926,7 @@ class ConsumerGroups:
         self._emit(gid, PARTITION_METADATA, {"group_id": gid}, None)
         self._emit(gid, GROUP_METADATA, {"group_id": gid}, None)
         self.groups.pop(gid, None)
+        self.timers.cancel((_ASSIGN, gid))
         self._regex_views.pop(gid, None)
         self._stale_regexes.discard(gid)
 

@@ -94,7 +94,7 @@ class GroupService:
         self.runtime: CoordinatorRuntime[GroupCoordinator] = CoordinatorRuntime(
             topic=OFFSETS_TOPIC, replica=replica, timer=timer, new_coordinator=self._new_coordinator,
             on_effects=self._on_effects, after_poll=self._track_rebalances, on_unload=self._forget_generations,
-            on_load_error=metrics.offsets_load_errors.inc)
+            on_load_error=metrics.offsets_load_errors.inc, compression=settings.offsets_compression)
 
     @property
     def shards(self) -> dict[int, GroupShard]:

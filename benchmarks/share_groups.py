@@ -25,7 +25,9 @@ broker process's user+system time (``/proc/PID/stat``) over the case, per record
 acknowledges it RELEASE and fetches again: the time from the RELEASE to the same record received again
 (delivery count 2), ``--releases`` times (each record is then accepted), p50 / p99 / max.
 
-``--quick``: 20,000 records and 50 releases.
+Every case runs ``--rounds`` times, interleaved; the best round is reported, with all of them beside it.
+``--py-spy PREFIX`` samples the broker during the first round's cases.  ``--quick``: 20,000 records,
+50 releases, one round.
 """
 
 from __future__ import annotations
@@ -365,6 +367,10 @@ def redelivery_ours(bs: str, releases: int) -> list[float]:
     return asyncio.run(run())
 
 
+def best(results: list[Result]) -> Result:
+    return max(results, key=lambda r: r.rate)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -382,12 +388,13 @@ def main() -> int:
                     help="records per log batch at most (the producer's batch.num.messages; librdkafka's default "
                     "is 10,000)")
     ap.add_argument("--releases", type=int, default=200)
-    ap.add_argument("--quick", action="store_true", help="20,000 records and 50 releases")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of every case (the best is reported)")
+    ap.add_argument("--quick", action="store_true", help="20,000 records, 50 releases, one round")
     ap.add_argument("--py-spy", metavar="PREFIX", help="sample the broker with py-spy during each timed case "
                     "into PREFIX-CASE.txt (collapsed stacks)")
     args = ap.parse_args()
     if args.quick:
-        args.records, args.releases = 20_000, 50
+        args.records, args.releases, args.rounds = 20_000, 50, 1
     sizes = [int(k) for k in args.consumers.split(",")]
     clients = args.clients.split(",")
     from confluent_kafka import libversion, version
@@ -408,36 +415,42 @@ def main() -> int:
                 classic, share, _ = runners[name]
                 classic(bs, min(args.records, 2000))
                 share(bs, broker.port, min(args.records, 2000), 1)
-            classics: dict[str, Result] = {}
-            shares: dict[tuple[str, int], Result] = {}
+            runs: dict[tuple[str, int], list[Result]] = {}  # (client, 0 = classic or k share consumers)
             waits: dict[str, list[float]] = {}
+            for round_ in range(args.rounds):  # the cases interleaved, so that the machine's moods hit them all
+                for name in clients:
+                    classic, share, _ = runners[name]
+                    spy = args.py_spy if round_ == 0 else None
+                    runs.setdefault((name, 0), []).append(measured(
+                        pid, lambda: classic(bs, args.records),  # noqa: B023 - called at once
+                        spy and f"{spy}-{name}-classic.txt"))
+                    for k in sizes:
+                        runs.setdefault((name, k), []).append(measured(
+                            pid, lambda: share(bs, broker.port, args.records, k),  # noqa: B023
+                            spy and f"{spy}-{name}-share{k}.txt"))
             for name in clients:
-                classic, share, redeliver = runners[name]
-                classics[name] = measured(pid, lambda: classic(bs, args.records),  # noqa: B023 - called at once
-                                          args.py_spy and f"{args.py_spy}-{name}-classic.txt")
-                for k in sizes:
-                    shares[name, k] = measured(pid, lambda: share(bs, broker.port, args.records, k),  # noqa: B023
-                                               args.py_spy and f"{args.py_spy}-{name}-share{k}.txt")
-                waits[name] = redeliver(bs, args.releases)
+                waits[name] = runners[name][2](bs, args.releases)
             assert broker.alive(), broker.log_tail()
         finally:
             broker.stop()
-    print(f"{args.records:,} records of {args.value_bytes} B on one partition; confluent-kafka {version()} / "
+    print(f"{args.records:,} records of {args.value_bytes} B on one partition (log batches of up to "
+          f"{args.batch_records} records); best of {args.rounds} rounds; confluent-kafka {version()} / "
           f"librdkafka {libversion()[0]}")
     print()
-    print("| client | consumer | records/s | x classic | x one share consumer | broker CPU µs/record "
-          "| consumers' CPU µs/record | duplicates | time to join |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| client | consumer | records/s (best) | all rounds | x classic | x one share consumer "
+          "| broker CPU µs/record | consumers' CPU µs/record | duplicates | time to join |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in clients:
-        base = classics[name]
-        print(f"| {name} | classic, assigned | {base.rate:,.0f} | 1.00 | | {base.cpu_us:.1f} | {base.client_cpu_us:.1f} | | |")
-        for k in sizes:
-            r = shares[name, k]
-            one = shares.get((name, 1))
-            print(f"| {name} | share x{k} | {r.rate:,.0f} | {r.rate / base.rate:.2f} | "
-                  f"{'' if one is None else f'{r.rate / one.rate:.2f}'} | {r.cpu_us:.1f} | {r.client_cpu_us:.1f} | "
-                  f"{r.duplicates} | "
-                  f"{r.join_s:.2f} s |")
+        base = best(runs[name, 0])
+        for k in [0, *sizes]:
+            r = best(runs[name, k])
+            spread = " / ".join(f"{x.rate / 1000:,.0f}k" for x in runs[name, k])
+            one = best(runs[name, 1]) if (name, 1) in runs else None
+            label = "classic, assigned" if k == 0 else f"share x{k}"
+            scale = "" if one is None or k == 0 else f"{r.rate / one.rate:.2f}"
+            extra = "| | |" if k == 0 else f"| {sum(x.duplicates for x in runs[name, k])} | {r.join_s:.2f} s |"
+            print(f"| {name} | {label} | {r.rate:,.0f} | {spread} | {r.rate / base.rate:.2f} | {scale} | "
+                  f"{r.cpu_us:.1f} | {r.client_cpu_us:.1f} {extra}")
     print()
     print("| client | released → redelivered p50 | p99 | max | releases |")
     print("|---|---:|---:|---:|---:|")

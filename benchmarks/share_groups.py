@@ -389,6 +389,7 @@ def main() -> int:
                     "is 10,000)")
     ap.add_argument("--releases", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3, help="rounds of every case (the best is reported)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a broker setting (repeatable)")
     ap.add_argument("--quick", action="store_true", help="20,000 records, 50 releases, one round")
     ap.add_argument("--py-spy", metavar="PREFIX", help="sample the broker with py-spy during each timed case "
                     "into PREFIX-CASE.txt (collapsed stacks)")
@@ -402,7 +403,8 @@ def main() -> int:
     runners = {"confluent": (classic_confluent, share_confluent, redelivery_confluent),
                "kbroker": (classic_ours, share_ours, redelivery_ours)}
     with tempfile.TemporaryDirectory() as tmp:
-        broker = BrokerProcess(Path(tmp) / "data", extra_args=BROKER_ARGS)
+        broker = BrokerProcess(Path(tmp) / "data",
+                               extra_args=BROKER_ARGS + [a for kv in args.set for a in ("--set", kv)])
         broker.start()
         try:
             assert broker.proc is not None
@@ -434,7 +436,8 @@ def main() -> int:
         finally:
             broker.stop()
     print(f"{args.records:,} records of {args.value_bytes} B on one partition (log batches of up to "
-          f"{args.batch_records} records); best of {args.rounds} rounds; confluent-kafka {version()} / "
+          f"{args.batch_records} records); broker settings {' '.join(args.set) or 'default'}; "
+          f"best of {args.rounds} rounds; confluent-kafka {version()} / "
           f"librdkafka {libversion()[0]}")
     print()
     print("| client | consumer | records/s (best) | all rounds | x classic | x one share consumer "

@@ -131,3 +131,97 @@ def test_a_share_group_is_listed_and_described_with_start_offsets_lag_and_action
     assert status == 404
     assert table_rows(http.get("/groups?q=" + urllib.parse.quote(group))[1], "groups-table") == [
         [f"No groups match “{group}”."]]
+
+
+# -- with SASL and ACLs: what the principal may DESCRIBE, and the actions Kafka's rules refuse ------------------
+
+PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
+MINE, SECRET = "alice-jobs", "payroll"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """A broker whose listener requires SASL (the authorizer on): ``alice`` may DESCRIBE and READ the topics
+    ``alice-*`` and DESCRIBE the groups ``alice-*``.  Share groups read by ``admin`` and then left empty:
+    ``alice-queue`` (``alice-jobs``), ``alice-mixed`` (``alice-jobs`` and ``payroll``), ``payroll-queue``."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+    from security.secure_clients import Login, confluent_conf, create_topics_and_acls
+
+    directory: Path = tmp_path_factory.mktemp("console-share-sasl")
+    users = directory / "users.txt"
+    users.write_text("".join(f"{u}:{p}\n" for u, p in PASSWORDS.items()))
+    settings = {"sasl.users.file": str(users), "authorizer.enabled": "true", "super.users": "User:admin",
+                "allow.everyone.if.no.acl.found": "false", "inter.broker.sasl.username": "admin",
+                "inter.broker.sasl.password": PASSWORDS["admin"], "offsets.topic.num.partitions": "3"}
+    b = BrokerProcess(directory / "data", listeners=["SASL_PLAINTEXT"], extra_args=share.share_args(**settings),
+                      console=True).start()
+    try:
+        conf = confluent_conf(Login(b.bootstrap("SASL_PLAINTEXT"), "SASL_PLAINTEXT", "SCRAM-SHA-512", "admin",
+                                    PASSWORDS["admin"]))
+        create_topics_and_acls(conf, {MINE: 1, SECRET: 1}, [
+            ("User:alice", "TOPIC", "alice-", "DESCRIBE", True), ("User:alice", "TOPIC", "alice-", "READ", True),
+            ("User:alice", "GROUP", "alice-", "DESCRIBE", True)])
+        producer = Producer(conf)
+        for topic in (MINE, SECRET):
+            for i in range(3):
+                producer.produce(topic, value=f"{topic} {i}".encode(), partition=0)
+        assert producer.flush(60) == 0
+        admin = AdminClient(conf)
+        earliest = [ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)]
+        groups = {"alice-queue": [MINE], "alice-mixed": [MINE, SECRET], "payroll-queue": [SECRET]}
+        for f in admin.incremental_alter_configs([ConfigResource("GROUP", g, incremental_configs=earliest)
+                                                  for g in groups]).values():
+            f.result(60)
+        readers = [share.ShareReader(b.bootstrap("SASL_PLAINTEXT"), g, topics, **conf) for g, topics in groups.items()]
+        for r in readers:
+            r.start()
+        try:
+            for r, topics in zip(readers, groups.values(), strict=True):
+                share.wait_until(lambda r=r, n=3 * len(topics): len(r.values()) == n, what=f"{r.group}'s records")
+        finally:
+            for r in readers:
+                r.stop()
+        assert not [r.errors for r in readers if r.errors]
+        yield b
+    finally:
+        alive = b.alive()
+        b.stop()
+        assert alive, f"the broker died:\n{b.log_tail()}"
+
+
+def logged_in(broker: BrokerProcess, user: str) -> Http:
+    http = Http(broker.console_url)
+    page = http.post("/login", {"username": user, "password": PASSWORDS[user], "next": "/groups"})
+    assert f"User:{user}" in page
+    return http
+
+
+def test_share_groups_show_only_what_the_principal_may_describe_and_refuse_her_actions(secured: BrokerProcess) -> None:
+    alice, admin = logged_in(secured, "alice"), logged_in(secured, "admin")
+
+    def offsets(http: Http, group: str) -> list[list[str]]:
+        status, page = http.get("/groups/" + group)
+        assert status == 200, page
+        return table_rows(page, "offsets-table")
+
+    # the members left: each group's start offsets move past the records its reader accepted
+    share.wait_until(lambda: offsets(admin, "alice-mixed") == [[f"{MINE}-0", "3", "0"], [f"{SECRET}-0", "3", "0"]],
+                     what="alice-mixed's start offsets")
+    listed = [row[:3] for row in table_rows(admin.get("/groups")[1], "groups-table")]
+    assert [r for r in listed if r[0] in ("alice-mixed", "alice-queue",
+                                                                                  "payroll-queue")] == [["alice-mixed", "share", "Empty"], ["alice-queue", "share", "Empty"],
+            ["payroll-queue", "share", "Empty"]]
+    # alice: the groups she may DESCRIBE, with the topics she may DESCRIBE
+    listed = [row[:2] for row in table_rows(alice.get("/groups")[1], "groups-table")]
+    assert listed == [["alice-mixed", "share"], ["alice-queue", "share"]]
+    assert offsets(alice, "alice-mixed") == [[f"{MINE}-0", "3", "0"]]
+    assert offsets(alice, "alice-queue") == [[f"{MINE}-0", "3", "0"]]
+    status, page = alice.get("/groups/payroll-queue")
+    assert status == 404 and "GROUP_AUTHORIZATION_FAILED" in page
+    # her actions need READ (reset: AlterShareGroupOffsets) and DELETE (DeleteGroups) on the group
+    page = alice.post("/groups/alice-queue", {"action": "reset", "strategy": "earliest", "topic": ""})
+    assert flashes(page, "error") == ["offsets not reset: GROUP_AUTHORIZATION_FAILED"]
+    page = alice.post("/groups/alice-queue", {"action": "delete", "confirm": "alice-queue"})
+    assert flashes(page, "error") == ["group not deleted: GROUP_AUTHORIZATION_FAILED"]
+    assert offsets(admin, "alice-queue") == [[f"{MINE}-0", "3", "0"]]

@@ -15,9 +15,11 @@ import urllib.request
 from collections.abc import Iterator
 from http.cookiejar import CookieJar
 from pathlib import Path
+from typing import Any
 
 import pytest
 import share_helpers as share
+from console_pages import Page, sasl_console_broker
 
 from broker.testing.harness import BrokerProcess
 
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.slow
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     directory: Path = tmp_path_factory.mktemp("console-share")
     b = BrokerProcess(directory / "data", console=True,
-                      extra_args=share.share_args(**{"offsets.topic.num.partitions": "3"})).start()
+                      extra_args=share.share_args(**{"offsets.topic.num.partitions": "3", "console.refresh.ms": "1000"})).start()
     try:
         yield b
     finally:
@@ -133,6 +135,29 @@ def test_a_share_group_is_listed_and_described_with_start_offsets_lag_and_action
         [f"No groups match “{group}”."]]
 
 
+def test_a_share_group_page_in_the_browser(browser: Any, broker: BrokerProcess) -> None:
+    """Headless Chromium on a share group's page: its members and start offsets, refreshed in place as the
+    member acknowledges records, with no JavaScript errors (and a screenshot)."""
+    bs = broker.bootstrap_servers
+    group, topic = share.unique("browser-share"), share.unique("tasks")
+    share.create_topic(bs, topic)
+    share.set_group_configs(bs, group, share_auto_offset_reset="earliest")
+    page = Page(browser, broker.console_url)
+    page.errors()
+    reader = share.ShareReader(bs, group, [topic], **{"client.id": "browser-share-reader"})
+    reader.start()
+    try:
+        page.open("/groups/" + urllib.parse.quote(group, safe=""))
+        page.wait(lambda: "browser-share-reader" in page.text("#members-table"), "the member")
+        share.produce(bs, topic, [f"task {i}" for i in range(4)])
+        page.wait(lambda: page.css("#offsets-table tbody tr").text == f"{topic}-0 4 0", "start offset 4, lag 0")
+        assert page.css("#group-state-value").text == "Stable"
+        page.screenshot("share-group")
+    finally:
+        reader.stop()
+    assert page.errors() == []
+
+
 # -- with SASL and ACLs: what the principal may DESCRIBE, and the actions Kafka's rules refuse ------------------
 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
@@ -149,13 +174,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]
     from security.secure_clients import Login, confluent_conf, create_topics_and_acls
 
     directory: Path = tmp_path_factory.mktemp("console-share-sasl")
-    users = directory / "users.txt"
-    users.write_text("".join(f"{u}:{p}\n" for u, p in PASSWORDS.items()))
-    settings = {"sasl.users.file": str(users), "authorizer.enabled": "true", "super.users": "User:admin",
-                "allow.everyone.if.no.acl.found": "false", "inter.broker.sasl.username": "admin",
-                "inter.broker.sasl.password": PASSWORDS["admin"], "offsets.topic.num.partitions": "3"}
-    b = BrokerProcess(directory / "data", listeners=["SASL_PLAINTEXT"], extra_args=share.share_args(**settings),
-                      console=True).start()
+    b = sasl_console_broker(directory, PASSWORDS, {"offsets.topic.num.partitions": "3"}, share.share_args())
     try:
         conf = confluent_conf(Login(b.bootstrap("SASL_PLAINTEXT"), "SASL_PLAINTEXT", "SCRAM-SHA-512", "admin",
                                     PASSWORDS["admin"]))

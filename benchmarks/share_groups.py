@@ -84,13 +84,14 @@ class Result:
         return self.client_cpu / self.records * 1e6
 
 
-def measured(pid: int, run: Callable[[], tuple[int, float, int, float]], profile: str | None = None) -> Result:
+def measured(pid: int, run: Callable[[], tuple[int, float, int, float]], profile: str | None = None,
+             native: bool = False) -> Result:
     """``run()`` with the broker's CPU time read around it (and, with ``profile``, py-spy sampling the broker
     into that file, collapsed stacks)."""
     spy = None
     if profile:
         spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
-                                "--output", profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--output", profile, *(["--native"] if native else [])], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # attached
     before, mine = cpu_s(pid), time.process_time()
     records, seconds, duplicates, join_s = run()
@@ -389,6 +390,7 @@ def main() -> int:
                     "is 10,000)")
     ap.add_argument("--releases", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3, help="rounds of every case (the best is reported)")
+    ap.add_argument("--native", action="store_true", help="with --py-spy: native frames too")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a broker setting (repeatable)")
     ap.add_argument("--quick", action="store_true", help="20,000 records, 50 releases, one round")
     ap.add_argument("--py-spy", metavar="PREFIX", help="sample the broker with py-spy during each timed case "
@@ -425,11 +427,11 @@ def main() -> int:
                     spy = args.py_spy if round_ == 0 else None
                     runs.setdefault((name, 0), []).append(measured(
                         pid, lambda: classic(bs, args.records),  # noqa: B023 - called at once
-                        spy and f"{spy}-{name}-classic.txt"))
+                        spy and f"{spy}-{name}-classic.txt", args.native))
                     for k in sizes:
                         runs.setdefault((name, k), []).append(measured(
                             pid, lambda: share(bs, broker.port, args.records, k),  # noqa: B023
-                            spy and f"{spy}-{name}-share{k}.txt"))
+                            spy and f"{spy}-{name}-share{k}.txt", args.native))
             for name in clients:
                 waits[name] = runners[name][2](bs, args.releases)
             assert broker.alive(), broker.log_tail()

@@ -71,7 +71,8 @@ class Page:
                     return value
                 last = value
             except (StaleElementReferenceException, WebDriverException) as exc:
-                if "no such element" not in str(exc) and not isinstance(exc, StaleElementReferenceException):
+                if not isinstance(exc, StaleElementReferenceException) and not any(
+                        gone in str(exc) for gone in ("no such element", "does not belong to the document")):
                     raise
                 last = exc
             time.sleep(0.1)

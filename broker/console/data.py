@@ -6,7 +6,8 @@ logged-in principal (:attr:`ConsoleSources.request`): the same handlers, authori
 services a Kafka client's requests go through, so ACLs apply identically — DESCRIBE on a topic to
 see it, READ to browse its records, DESCRIBE on a group, and Kafka's rules for each action
 (CreateTopics, CreatePartitions, IncrementalAlterConfigs, DeleteRecords, DeleteTopics, OffsetCommit,
-DeleteGroups).  A request for a partition's leader or a group's coordinator on another broker is
+AlterShareGroupOffsets, DeleteGroups).  Share groups (KIP-932) are described with ShareGroupDescribe and
+DescribeShareGroupOffsets, as ``kafka-share-groups.sh`` does.  A request for a partition's leader or a group's coordinator on another broker is
 authorized here and answered there.  The logs this broker hosts give their offsets and sizes directly.
 """
 
@@ -438,7 +439,8 @@ class ConsoleData:
 
     async def describe_group(self, authz: AuthorizationSession | None, group: str) -> dict[str, Any]:
         """A group's state, protocol and members with their assignments: ConsumerGroupDescribe for a KIP-848
-        group, DescribeGroups for a classic one.  ActionError when it cannot be described."""
+        group, ShareGroupDescribe for a share group, DescribeGroups for a classic one.  ActionError when it
+        cannot be described."""
         node = await self._coordinator(authz, group)
         resp = await self._request(authz, node, ApiKey.CONSUMER_GROUP_DESCRIBE, 0,
                                    {"group_ids": [group], "include_authorized_operations": False})
@@ -457,6 +459,9 @@ class ConsoleData:
                     "members": members, "coordinator": node}
         if g is not None and g["error_code"] == E.GROUP_AUTHORIZATION_FAILED:
             raise ActionError(error_text(g["error_code"]))
+        share = await self._describe_share_group(authz, node, group)
+        if share is not None:
+            return share
         resp = await self._request(authz, node, ApiKey.DESCRIBE_GROUPS, 5,
                                    {"groups": [group], "include_authorized_operations": False})
         g = (resp["groups"] or [None])[0]
@@ -482,35 +487,81 @@ class ConsoleData:
         return {"id": group, "type": "classic", "state": g["group_state"], "protocol": g["protocol_type"] or "—",
                 "detail": f"assignor {g['protocol_data'] or '—'}", "members": members, "coordinator": node}
 
+    async def _describe_share_group(self, authz: AuthorizationSession | None, node: int,
+                                    group: str) -> dict[str, Any] | None:
+        """A share group (KIP-932) as ``kafka-share-groups.sh --describe`` shows it (ShareGroupDescribe): None
+        when ``group`` is not a share group; ActionError when it may not be described (DESCRIBE on the group,
+        and on every topic its members subscribe to or are assigned)."""
+        resp = await self._request(authz, node, ApiKey.SHARE_GROUP_DESCRIBE, 1,
+                                   {"group_ids": [group], "include_authorized_operations": False})
+        g = (resp["groups"] or [None])[0]
+        if g is None or g["error_code"] in (E.GROUP_ID_NOT_FOUND, E.UNSUPPORTED_VERSION):
+            return None
+        if g["error_code"]:
+            raise ActionError(error_text(g["error_code"], g.get("error_message")))
+        members = [{"id": m["member_id"], "instance": None, "client_id": m["client_id"], "host": m["client_host"],
+                    "assignment": sorted((tp["topic_name"], p) for tp in (m["assignment"] or {}).get(
+                        "topic_partitions") or [] for p in tp["partitions"]),
+                    "subscription": ", ".join(sorted(m.get("subscribed_topic_names") or []))}
+                   for m in g["members"] or []]
+        return {"id": group, "type": "share", "state": g["group_state"], "protocol": "share",
+                "detail": f"group epoch {g['group_epoch']}, assignment epoch {g['assignment_epoch']}, "
+                          f"assignor {g['assignor_name'] or '—'}", "members": members, "coordinator": node}
+
+    async def _per_coordinator(self, authz: AuthorizationSession | None, groups: Sequence[str],
+                               failed: dict[str, Any], api: int, version: int, **extra: Any) -> list[Any]:
+        """One request of ``api`` (``groups``: each group, all its topics) to each coordinator of ``groups``:
+        the answers of the groups without an error; the others get their error text in ``failed``."""
+        coordinators = await self.coordinators(authz, groups)
+        by_node: dict[int, list[str]] = {}
+        for g in groups:
+            node = coordinators.get(g, "no coordinator")
+            if isinstance(node, str):
+                failed[g] = node
+            else:
+                by_node.setdefault(node, []).append(g)
+        answers = []
+        for node, names in by_node.items():
+            try:
+                resp = await self._request(authz, node, api, version,
+                                           {"groups": [{"group_id": g, "topics": None} for g in names], **extra})
+            except ActionError as exc:
+                for g in names:
+                    failed[g] = str(exc)
+                continue
+            for entry in resp["groups"] or []:
+                if entry["error_code"]:
+                    failed[entry["group_id"]] = error_text(entry["error_code"], entry.get("error_message"))
+                else:
+                    answers.append(entry)
+        return answers
+
+    async def share_group_offsets(self, authz: AuthorizationSession | None, groups: Sequence[str]
+                                  ) -> dict[str, list[dict[str, Any]] | str]:
+        """Each share group's start offset and lag per partition, as ``kafka-share-groups.sh --describe``
+        shows them (DescribeShareGroupOffsets v1 at the coordinators: the topics the principal may
+        DESCRIBE), or the error text."""
+        out: dict[str, list[dict[str, Any]] | str] = {}
+        for entry in await self._per_coordinator(authz, groups, out, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1):
+            out[entry["group_id"]] = sorted((
+                {"topic": t["topic_name"], "partition": p["partition_index"],
+                 "start": p["start_offset"] if p["start_offset"] >= 0 else None,
+                 "lag": p["lag"] if p["lag"] >= 0 else None,
+                 "error": error_text(p["error_code"], p.get("error_message")) if p["error_code"] else ""}
+                for t in entry["topics"] or [] for p in t["partitions"] or []),
+                key=lambda r: (r["topic"], r["partition"]))
+        return out
+
     async def group_offsets(self, authz: AuthorizationSession | None, groups: Sequence[str]
                             ) -> dict[str, list[dict[str, Any]] | str]:
         """Each group's committed offsets with the partitions' end offsets and lag (OffsetFetch at the
         coordinators, end offsets from the leaders), or the error text."""
-        coordinators = await self.coordinators(authz, groups)
-        by_node: dict[int, list[str]] = {}
         out: dict[str, list[dict[str, Any]] | str] = {}
-        for g in groups:
-            node = coordinators.get(g, "no coordinator")
-            if isinstance(node, str):
-                out[g] = node
-            else:
-                by_node.setdefault(node, []).append(g)
         committed: dict[str, list[tuple[str, int, int]]] = {}
-        for node, names in by_node.items():
-            try:
-                resp = await self._request(authz, node, ApiKey.OFFSET_FETCH, 8, {
-                    "groups": [{"group_id": g, "topics": None} for g in names], "require_stable": False})
-            except ActionError as exc:
-                for g in names:
-                    out[g] = str(exc)
-                continue
-            for entry in resp["groups"] or []:
-                if entry["error_code"]:
-                    out[entry["group_id"]] = error_text(entry["error_code"])
-                    continue
-                committed[entry["group_id"]] = [(t["name"], p["partition_index"], p["committed_offset"])
-                                                for t in entry["topics"] or [] for p in t["partitions"] or []
-                                                if p["committed_offset"] >= 0]
+        for entry in await self._per_coordinator(authz, groups, out, ApiKey.OFFSET_FETCH, 8, require_stable=False):
+            committed[entry["group_id"]] = [(t["name"], p["partition_index"], p["committed_offset"])
+                                            for t in entry["topics"] or [] for p in t["partitions"] or []
+                                            if p["committed_offset"] >= 0]
         ends: dict[tuple[str, int], int | None] = {}
         wanted: dict[str, set[int]] = {}
         for rows in committed.values():
@@ -581,10 +632,12 @@ class ConsoleData:
 
     async def reset_offsets(self, authz: AuthorizationSession | None, group: str, strategy: str,
                             value: int | None, topic: str | None) -> int:
-        """Commit new offsets for an empty group (OffsetCommit as an admin client does: no generation):
-        ``strategy`` earliest, latest, timestamp (``value`` ms) or offset (``value``, kept within the log),
-        for ``topic`` or every topic the group has committed offsets of.  Returns the partitions reset."""
+        """Commit new offsets for an empty group (OffsetCommit as an admin client does: no generation; a share
+        group's start offsets with AlterShareGroupOffsets): ``strategy`` earliest, latest, timestamp (``value``
+        ms) or offset (``value``, kept within the log), for ``topic`` or every topic the group has offsets
+        of.  Returns the partitions reset."""
         described = await self.describe_group(authz, group)
+        share = described["type"] == "share"
         if described["members"] or described["state"] not in ("Empty", "Dead", ""):
             raise ActionError(f"the group is {described['state']} with {len(described['members'])} member(s): "
                               "offsets can be reset only while it is empty (stop its consumers first)")
@@ -598,7 +651,7 @@ class ConsoleData:
                 raise ActionError(f"no topic {topic}")
             targets = {topic: sorted(t.partitions)}
         else:
-            current = (await self.group_offsets(authz, [group])).get(group)
+            current = (await (self.share_group_offsets if share else self.group_offsets)(authz, [group])).get(group)
             if isinstance(current, str):
                 raise ActionError(current)
             targets = {}
@@ -628,6 +681,8 @@ class ConsoleData:
                     chosen[p] = f.end if offset < 0 else offset
             new[name] = chosen
         node = await self._coordinator(authz, group)
+        if share:
+            return await self._alter_share_offsets(authz, node, group, new)
         resp = await self._request(authz, node, ApiKey.OFFSET_COMMIT, 8, {
             "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
             "retention_time_ms": -1, "topics": [{"name": name, "partitions": [
@@ -635,6 +690,20 @@ class ConsoleData:
                 for p, o in sorted(parts.items())]} for name, parts in new.items()]})
         errors = [f"{t['name']}-{p['partition_index']}: {error_text(p['error_code'])}"
                   for t in resp["topics"] or [] for p in t["partitions"] or [] if p["error_code"]]
+        if errors:
+            raise ActionError("; ".join(errors[:5]))
+        return sum(len(parts) for parts in new.values())
+
+    async def _alter_share_offsets(self, authz: AuthorizationSession | None, node: int, group: str,
+                                   new: dict[str, dict[int, int]]) -> int:
+        resp = await self._request(authz, node, ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, {
+            "group_id": group, "topics": [{"topic_name": name, "partitions": [
+                {"partition_index": p, "start_offset": o} for p, o in sorted(parts.items())]}
+                for name, parts in new.items()]})
+        if resp["error_code"]:
+            raise ActionError(error_text(resp["error_code"], resp.get("error_message")))
+        errors = [f"{t['topic_name']}-{p['partition_index']}: {error_text(p['error_code'], p.get('error_message'))}"
+                  for t in resp["responses"] or [] for p in t["partitions"] or [] if p["error_code"]]
         if errors:
             raise ActionError("; ".join(errors[:5]))
         return sum(len(parts) for parts in new.values())

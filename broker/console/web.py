@@ -361,6 +361,7 @@ class Console:
         groups, notes = await self.data.groups(authz, text)
         rows, page = page_of(groups, request.query.get("page"), self.settings.page_size)
         offsets = await self.data.group_offsets(authz, [g["id"] for g in rows if g["type"] != "share"])
+        offsets.update(await self.data.share_group_offsets(authz, [g["id"] for g in rows if g["type"] == "share"]))
         for g in rows:
             got = offsets.get(g["id"])
             g["lag"] = None if not isinstance(got, list) or any(r["lag"] is None for r in got) else \
@@ -379,7 +380,8 @@ class Console:
                                     why=str(exc))
             response.set_status(404)
             return response
-        offsets = (await self.data.group_offsets(authz, [name])).get(name)
+        share = group["type"] == "share"
+        offsets = (await (self.data.share_group_offsets if share else self.data.group_offsets)(authz, [name])).get(name)
         offsets_error = offsets if isinstance(offsets, str) else ""
         rows, page = page_of(offsets if isinstance(offsets, list) else [], request.query.get("page"),
                              self.settings.page_size)
@@ -387,7 +389,7 @@ class Console:
             sum(r["lag"] for r in offsets)
         lag_chart = chart("Total lag", [("lag", self.sources.history.gauge("lag:" + name))],
                           lambda v: f"{v:,.0f}")
-        local_history = group["coordinator"] == self.sources.node_id
+        local_history = group["coordinator"] == self.sources.node_id and not share
         return self._render(request, "group.html", "groups", f"Group {name}", group=group, name=name, offsets=rows,
                             page=page, offsets_error=offsets_error, total_lag=total, lag_chart=lag_chart,
                             local_history=local_history)

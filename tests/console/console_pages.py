@@ -11,6 +11,23 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "console-screensho
 TIMEOUT_S = 30
 
 
+def sasl_console_broker(directory: Path, passwords: dict[str, str], settings: dict[str, Any],
+                        extra_args: list[str] | None = None) -> Any:
+    """A started broker with its console whose listener requires SASL: the users ``passwords`` (``admin``
+    among them, a super user and the brokers' own login), the authorizer on and nothing allowed without an
+    ACL; ``settings`` and ``extra_args`` added."""
+    from broker.testing.harness import BrokerProcess
+
+    users = directory / "users.txt"
+    users.write_text("".join(f"{u}:{p}\n" for u, p in passwords.items()))
+    settings = {"sasl.users.file": users, "authorizer.enabled": "true", "super.users": "User:admin",
+                "allow.everyone.if.no.acl.found": "false", "inter.broker.sasl.username": "admin",
+                "inter.broker.sasl.password": passwords["admin"], **settings}
+    args = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+    return BrokerProcess(directory / "data", listeners=["SASL_PLAINTEXT"], extra_args=args + (extra_args or []),
+                         console=True).start()
+
+
 class Page:
     """The browser on one console: open pages, find things, wait for them, take screenshots."""
 
@@ -54,7 +71,8 @@ class Page:
                     return value
                 last = value
             except (StaleElementReferenceException, WebDriverException) as exc:
-                if "no such element" not in str(exc) and not isinstance(exc, StaleElementReferenceException):
+                if not isinstance(exc, StaleElementReferenceException) and not any(
+                        gone in str(exc) for gone in ("no such element", "does not belong to the document")):
                     raise
                 last = exc
             time.sleep(0.1)

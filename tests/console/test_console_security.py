@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_pages import TIMEOUT_S, Page
+from console_pages import TIMEOUT_S, Page, sasl_console_broker
 from security.secure_clients import Login, confluent_conf, create_topics_and_acls
 
 from broker.testing.harness import BrokerProcess
@@ -30,14 +30,7 @@ MINE, SECRET = "alice-orders", "payroll"
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     directory: Path = tmp_path_factory.mktemp("console-sasl")
-    users = directory / "users.txt"
-    users.write_text("".join(f"{u}:{p}\n" for u, p in PASSWORDS.items()))
-    settings = {"sasl.users.file": users, "authorizer.enabled": "true", "super.users": "User:admin",
-                "allow.everyone.if.no.acl.found": "false", "inter.broker.sasl.username": "admin",
-                "inter.broker.sasl.password": PASSWORDS["admin"], "console.refresh.ms": 1000,
-                "offsets.topic.num.partitions": 3}
-    args = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
-    b = BrokerProcess(directory / "data", listeners=["SASL_PLAINTEXT"], extra_args=args, console=True).start()
+    b = sasl_console_broker(directory, PASSWORDS, {"console.refresh.ms": 1000, "offsets.topic.num.partitions": 3})
     try:
         admin = confluent_conf(Login(b.bootstrap("SASL_PLAINTEXT"), "SASL_PLAINTEXT", "SCRAM-SHA-512", "admin",
                                      PASSWORDS["admin"]))

@@ -258,7 +258,7 @@ class GroupService:
                     template = result
                 for (i, _), entry in zip(keys, entries, strict=True):
                     answers[i] = entry
-            body = dict(template) if template is not None else {"throttle_time_ms": 0, "error_code": 0}
+            body = dict(template) if template is not None else {"throttle_time_ms": 0}  # none of them has an error_code
             body[response_field] = [answers[i] for i in range(len(items))]
             return Obj(body)
 

@@ -63,6 +63,9 @@ NOT_FOR_SHARE_GROUPS = {
     "kafkaconsumer.polltimeoutms": "executors do not poll a share group; see shareGroup.pollTimeoutMs",
 }
 DEFAULT_POLL_TIMEOUT_MS = 1000
+#: max_records of a poll without a limit (the brokers bound what a member holds anyway:
+#: group.share.partition.max.record.locks)
+_POLL_ALL = 1 << 30
 #: how long the first micro-batch waits for the group to assign partitions to the new member
 JOIN_TIMEOUT_MS = 30_000
 
@@ -121,6 +124,7 @@ class ShareBatches:
         self._poll_timeout_ms = poll_timeout_ms
         self._consumer: SyncShareConsumer | None = None
         self._batches: dict[int, list[Record]] = {}  # batch number -> records held (RENEWed) for it
+        self._spare: list[Record] = []  # acquired beyond a batch's limit: held for the next batch
         self._lock = threading.RLock()  # the consumer is called from Spark's calls and the renewal thread
         self._closed = threading.Event()
         self._renewer: threading.Thread | None = None
@@ -142,42 +146,58 @@ class ShareBatches:
                 self._consumer.close()
                 self._consumer = None
             self._batches.clear()
+            self._spare.clear()
 
     # -- acquiring -------------------------------------------------------------------------------
 
     def acquire(self, batch: int, max_records: int | None = None,
                 below: Mapping[TopicPartition, int] | None = None) -> int:
-        """Acquire records for micro-batch ``batch`` (at most ``max_records``): wait up to the poll timeout
-        for the first, then take what is there without waiting.  With ``below`` (availableNow: the log end
-        offsets when the query started) only records under those offsets are kept; later ones are
-        released at once.  Returns how many records the batch got."""
+        """Records for micro-batch ``batch`` (at most ``max_records``): those held over from the last
+        acquisition first, then new ones — waiting up to the poll timeout for the first, then taking what is
+        there without waiting.  A fetch acquires whole log batches, so it may bring more than asked: the
+        rest is held (and renewed) for the next batch.  With ``below`` (availableNow: the log end offsets
+        when the query started) only records under those offsets are taken; later ones are released at
+        once.  Returns how many records the batch got."""
         with self._lock:
             fresh = self._consumer is None
             sc = self._sc()
+            pool, self._spare = self._spare, []
             pending = self._join(sc, max_records) if fresh else {}
-            got: list[Record] = []
             timeout = self._poll_timeout_ms
-            while max_records is None or len(got) < max_records:
-                want = None if max_records is None else max_records - len(got)
-                polled = pending or sc.getmany(timeout_ms=timeout, max_records=want)
+            while max_records is None or len(pool) < max_records:
+                want = _POLL_ALL if max_records is None else max_records - len(pool)
+                kept, released = self._take(sc, pending or sc.getmany(timeout_ms=timeout, max_records=want),
+                                            pool, below)
                 pending = {}
-                kept = 0
-                for tp, records in polled.items():
-                    for r in records:
-                        if below is not None and r.offset >= below.get(tp, 0):
-                            sc.acknowledge(r, AcknowledgeType.RELEASE)
-                            continue
-                        sc.acknowledge(r, AcknowledgeType.RENEW)  # held for the batch (explicit mode)
-                        got.append(r)
-                        kept += 1
-                if not kept:
+                if not kept or released:
                     break
                 timeout = 0
-            if below is not None:
-                sc.commit()  # the releases now, not with a later fetch
+            if sc.buffered:  # acquired by the last fetch beyond what it handed out: held for later
+                self._take(sc, sc.getmany(timeout_ms=0, max_records=sc.buffered), pool, below)
+            got = pool if max_records is None else pool[:max_records]
+            self._spare = pool[len(got):]
             if got:
                 self._batches[batch] = got
             return len(got)
+
+    @staticmethod
+    def _take(sc: SyncShareConsumer, polled: Mapping[TopicPartition, list[Record]], pool: list[Record],
+              below: Mapping[TopicPartition, int] | None) -> tuple[int, int]:
+        """Hold the records of a poll (RENEW: explicit mode wants each acknowledged before the next poll)
+        into ``pool``, or release those at or past ``below``; returns (held, released)."""
+        kept = released = 0
+        for tp, records in polled.items():
+            for r in records:
+                if below is not None and r.offset >= below.get(tp, 0):
+                    sc.acknowledge(r, AcknowledgeType.RELEASE)
+                    released += 1
+                else:
+                    sc.acknowledge(r, AcknowledgeType.RENEW)
+                    pool.append(r)
+                    kept += 1
+        if released:
+            sc.commit()  # now, not with a later fetch (which would acquire them again)
+        return kept, released
 
     @staticmethod
     def _join(sc: SyncShareConsumer, max_records: int | None) -> dict[TopicPartition, list[Record]]:
@@ -186,7 +206,7 @@ class ShareBatches:
         just because the member was still joining.  Returns what the last poll delivered."""
         deadline = time.monotonic() + JOIN_TIMEOUT_MS / 1000
         while not sc.assignment() and time.monotonic() < deadline:
-            polled = sc.getmany(timeout_ms=100, max_records=max_records)
+            polled = sc.getmany(timeout_ms=100, max_records=max_records or _POLL_ALL)
             if polled:
                 return polled
         return {}
@@ -225,18 +245,19 @@ class ShareBatches:
         while not self._closed.wait(self._renew_interval_s()):
             with self._lock:
                 sc = self._consumer
-                if sc is None or not self._batches:
+                held = [r for records in self._batches.values() for r in records] + self._spare
+                if sc is None or not held:
                     continue
                 try:
-                    for records in self._batches.values():
-                        for r in records:
-                            sc.acknowledge(r, AcknowledgeType.RENEW)
+                    for r in held:
+                        sc.acknowledge(r, AcknowledgeType.RENEW)
                     sc.commit()
                 except Exception as exc:  # a broker away for a moment: the next round tries again
                     log.warning("share group %s: renewing record locks failed: %s",
                                 self._config.get("group_id"), exc)
 
     def _renew_interval_s(self) -> float:
+        """Half the lock duration the brokers announced (they tell it with each fetch; until then, soon)."""
         sc = self._consumer
         lock_ms = sc.acquisition_lock_timeout_ms if sc is not None else None
-        return max(0.2, (lock_ms or 30_000) / 2000)
+        return 0.2 if lock_ms is None else max(0.2, lock_ms / 2000)

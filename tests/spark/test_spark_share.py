@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from e2e.e2e_helpers import RawClient
+from share_helpers import produce as produce_values
 from share_helpers import share_args, unique, wait_until
 from spark_helpers import produce
 
 from broker.testing.harness import BrokerProcess
-from client.sync import SyncAdmin
+from client.sync import SyncAdmin, SyncShareConsumer
 from protocol.api import ApiKey
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -120,7 +121,7 @@ def test_two_queries_on_one_share_group_split_the_records(spark: Any, bs: str, t
                .option("checkpointLocation", str(tmp_path / f"ck{i}")).trigger(processingTime="200 milliseconds")
                .start() for i, sink in enumerate((a, b))]
     try:
-        produce(bs, topic, n)
+        produce_values(bs, topic, [f"r{i}" for i in range(n)], batch=10)  # log batches of 10: a fetch takes 10s
         wait_until(lambda: len(a.keys()) + len(b.keys()) >= n, WAIT_S, 0.2, "all records in the two sinks")
     finally:
         for q in queries:
@@ -154,17 +155,49 @@ def test_a_failed_batch_is_delivered_again(spark: Any, bs: str, tmp_path: Path) 
     assert {(p, o): dc for p, o, _, dc in sink.rows if (p, o) in failed} == dict.fromkeys(failed, 2)
 
 
-@pytest.mark.parametrize(("option", "value"), [
-    ("startingOffsets", "earliest"), ("subscribePattern", "t-.*"), ("assign", '{"t": [0]}'),
-    ("failOnDataLoss", "false"), ("kafka.group.id", "x"), ("minPartitions", "4"),
-])
-def test_options_that_do_not_apply_to_a_share_group_are_refused(spark: Any, option: str, value: str) -> None:
-    r = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", "localhost:1")
-         .option("shareGroup", "g").option(option, value))
-    if option not in ("subscribePattern", "assign"):
-        r = r.option("subscribe", "t")
-    with pytest.raises(Exception, match=f"(?i)option '{option.lower()}' can't be used with 'shareGroup'"):
-        r.load().writeStream.format("noop").start().awaitTermination(30)
+def test_a_slow_batch_keeps_its_records_past_the_lock_duration(spark: Any, bs: str, tmp_path: Path) -> None:
+    """The locks of a running batch's records are renewed: another member polling the group while the batch
+    takes three lock durations gets none of them."""
+    group, topic = new_queue(bs, partitions=1, **{"share.record.lock.duration.ms": "1000"})
+    produce(bs, topic, 30)
+    other: list[Any] = []
+    stop = threading.Event()
+
+    def poll_other(sc: SyncShareConsumer) -> None:
+        with sc:
+            while not stop.is_set():
+                for records in sc.getmany(timeout_ms=200).values():
+                    other.extend(records)  # implicit mode: accepted with the next poll
+
+    sink = Collect()
+
+    def slow(df: Any, batch_id: int) -> None:
+        if df.count() and not other and not stop.is_set():
+            sc = SyncShareConsumer(topic, bootstrap_servers=bs, group_id=group)
+            threading.Thread(target=poll_other, args=(sc,), daemon=True).start()
+            wait_until(sc.assignment, WAIT_S, 0.1, "the other member's assignment")
+            stop.wait(3.0)  # three lock durations
+        sink(df, batch_id)
+
+    q = (share_stream(spark, bs, group, topic).writeStream.foreachBatch(slow)
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    try:
+        q.awaitTermination(WAIT_S)
+    finally:
+        stop.set()
+    assert q.exception() is None
+    assert sorted(sink.keys()) == sorted(all_keys(30, 1)) and {dc for *_, dc in sink.rows} == {1}
+    assert other == []
+    wait_until(lambda: share_offsets(bs, group) == {0: (30, 0)}, WAIT_S, 0.2, "every record accepted")
+
+
+def test_an_option_that_does_not_apply_to_a_share_group_is_refused(spark: Any) -> None:
+    """(each such option: tests/spark/test_spark_options.py)"""
+    q = (spark.readStream.format("kbroker").option("kafka.bootstrap.servers", "localhost:1")
+         .option("subscribe", "t").option("shareGroup", "g").option("startingOffsets", "earliest").load()
+         .writeStream.format("noop"))
+    with pytest.raises(Exception, match="option 'startingoffsets' can't be used with 'shareGroup'"):
+        q.start().awaitTermination(30)
 
 
 def test_a_batch_read_of_a_share_group_is_refused(spark: Any) -> None:

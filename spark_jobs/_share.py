@@ -128,6 +128,7 @@ class ShareBatches:
         self._lock = threading.RLock()  # the consumer is called from Spark's calls and the renewal thread
         self._closed = threading.Event()
         self._renewer: threading.Thread | None = None
+        self._renewed_at = time.monotonic()
 
     # -- the consumer ----------------------------------------------------------------------------
 
@@ -166,7 +167,7 @@ class ShareBatches:
             timeout = self._poll_timeout_ms
             while max_records is None or len(pool) < max_records:
                 want = _POLL_ALL if max_records is None else max_records - len(pool)
-                kept, released = self._take(sc, pending or sc.getmany(timeout_ms=timeout, max_records=want),
+                kept, released = self._take(sc, pending or self._poll(sc, timeout, want),
                                             pool, below)
                 pending = {}
                 if not kept or released:
@@ -241,20 +242,40 @@ class ShareBatches:
                                 tp.topic, tp.partition, error)
 
     def _renew_loop(self) -> None:
-        """Every half lock duration, renew the locks of the records held for batches still running."""
-        while not self._closed.wait(self._renew_interval_s()):
+        """Every half lock duration, renew the locks of the records held (for batches still running, or for
+        the next batch)."""
+        while not self._closed.wait(0.1):
             with self._lock:
-                sc = self._consumer
-                held = [r for records in self._batches.values() for r in records] + self._spare
-                if sc is None or not held:
-                    continue
-                try:
-                    for r in held:
-                        sc.acknowledge(r, AcknowledgeType.RENEW)
-                    sc.commit()
-                except Exception as exc:  # a broker away for a moment: the next round tries again
-                    log.warning("share group %s: renewing record locks failed: %s",
-                                self._config.get("group_id"), exc)
+                if self._consumer is not None:
+                    self._renew_due(self._consumer)
+
+    def _renew_due(self, sc: SyncShareConsumer) -> None:
+        """Renew the held records' locks if half a lock duration passed since the last time (the caller
+        holds ``self._lock``)."""
+        now = time.monotonic()
+        if now - self._renewed_at < self._renew_interval_s():
+            return
+        self._renewed_at = now
+        held = [r for records in self._batches.values() for r in records] + self._spare
+        if not held:
+            return
+        try:
+            for r in held:
+                sc.acknowledge(r, AcknowledgeType.RENEW)
+            sc.commit()
+        except Exception as exc:  # a broker away for a moment: the next round tries again
+            log.warning("share group %s: renewing record locks failed: %s", self._config.get("group_id"), exc)
+
+    def _poll(self, sc: SyncShareConsumer, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Record]]:
+        """``getmany``, waiting in slices so that the held records' locks are renewed meanwhile."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            left_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            polled = sc.getmany(timeout_ms=min(left_ms, int(self._renew_interval_s() * 1000)),
+                                max_records=max_records)
+            if polled or time.monotonic() >= deadline:
+                return polled
+            self._renew_due(sc)
 
     def _renew_interval_s(self) -> float:
         """Half the lock duration the brokers announced (they tell it with each fetch; until then, soon)."""

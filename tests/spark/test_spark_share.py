@@ -1,11 +1,13 @@
 """The ``kbroker`` source reading a share group (``option("shareGroup", "G")``, KIP-932) against
-``python -m broker`` with short share-group heartbeats and locks: a stream copies every record once,
-two queries on one group split the records between them, a failed micro-batch's records come back
-(delivery count 2) and nothing a committed batch took does; options that do not apply are refused."""
+``python -m broker`` with short share-group heartbeats and locks: a stream copies every record once and
+accepts them all, two queries on one group split the records between them, a failed micro-batch's records
+come back (delivery count 2), a slow batch and the records a fetch brought beyond a batch keep their
+locks, and options that do not apply are refused.  Waits are liveness bounds only."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from spark_helpers import produce
 from broker.testing.harness import BrokerProcess
 from client.sync import SyncAdmin, SyncShareConsumer
 from protocol.api import ApiKey
+from spark_jobs._share import ShareBatches
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -189,6 +192,33 @@ def test_a_slow_batch_keeps_its_records_past_the_lock_duration(spark: Any, bs: s
     assert sorted(sink.keys()) == sorted(all_keys(30, 1)) and {dc for *_, dc in sink.rows} == {1}
     assert other == []
     wait_until(lambda: share_offsets(bs, group) == {0: (30, 0)}, WAIT_S, 0.2, "every record accepted")
+
+
+def test_what_a_fetch_brings_beyond_a_batch_is_held_for_the_next(bs: str) -> None:
+    """The driver-side member alone (no Spark): a fetch acquires a whole log batch of 10 for a batch of 3;
+    the other 7 stay locked to it (renewed) while another member polls for three lock durations, make the
+    next batch, and everything is accepted once both batches commit."""
+    group, topic = new_queue(bs, partitions=1, **{"share.record.lock.duration.ms": "1000"})
+    produce_values(bs, topic, [f"r{i}" for i in range(10)], batch=10)
+    member = ShareBatches((topic,), {"bootstrap_servers": bs, "group_id": group}, poll_timeout_ms=300)
+    try:
+        assert wait_until(lambda: member.acquire(1, max_records=3), WAIT_S, 0, "a first batch") == 3
+        other: list[Any] = []
+        with SyncShareConsumer(topic, bootstrap_servers=bs, group_id=group) as sc:
+            wait_until(sc.assignment, WAIT_S, 0.1, "the other member's assignment")
+            held_until = time.monotonic() + 3.0  # three lock durations
+            while time.monotonic() < held_until:
+                for records in sc.getmany(timeout_ms=200).values():
+                    other += records
+        assert other == []
+        assert member.acquire(2, max_records=100) == 7
+        assert [r.value for r in member.records_between(0, 2)] == [f"r{i}".encode() for i in range(10)]
+        assert member.holding(1) and not member.holding(0)
+        member.accept_through(2)
+        assert not member.holding(2)
+        wait_until(lambda: share_offsets(bs, group) == {0: (10, 0)}, WAIT_S, 0.2, "every record accepted")
+    finally:
+        member.close()
 
 
 def test_an_option_that_does_not_apply_to_a_share_group_is_refused(spark: Any) -> None:

@@ -13,10 +13,13 @@ record's acknowledgement only from the member it delivered the record to.
   (:meth:`ShareBatches.accept_through`).  Spark commits a batch only when it plans the next one, so
   after a batch with records the next ``latestOffset`` always moves on (an empty batch, if nothing
   new came) and the records are accepted promptly, even by a query with ``availableNow`` that ends.
-* Records are held with RENEW while their batch runs, and renewed again by a thread every half lock
-  duration, so a slow batch keeps them; a query that fails or is stopped closes the consumer where it
-  can (the brokers release what it held at once) and otherwise leaves its locks to run out: either
-  way its records go to other members, with a higher delivery count, and nothing accepted comes back.
+* Records are held with RENEW while their batch runs, and renewed again every half lock duration (by a
+  thread, and between the slices of a poll's wait), so a slow batch keeps them.  A fetch acquires whole
+  log batches: what it brings beyond a batch's limit is held (and renewed) for the next batch.
+* When a query fails or is stopped, Spark ends this process (``stop`` is not called): its connections
+  close, and the brokers end the member's share sessions and release what it held at once.  Where the
+  connections do not close (a host lost), the locks run out.  Either way the records go to other
+  members (or the next run) with a higher delivery count, and nothing accepted comes back.
 * A batch re-run after a restart (planned, not committed) finds no records here (they were held by
   the dead run's session and come back to the group) and is empty.
 

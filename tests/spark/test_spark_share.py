@@ -20,8 +20,13 @@ from spark_helpers import produce
 
 from broker.testing.harness import BrokerProcess
 from client.sync import SyncAdmin, SyncShareConsumer
+from client.types import Record
 from protocol.api import ApiKey
 from spark_jobs._share import ShareBatches
+
+pytest.importorskip("pyarrow")
+pytest.importorskip("pyspark")
+from spark_jobs.source import records_to_arrow
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -99,7 +104,7 @@ def share_offsets(bs: str, group: str) -> dict[int, tuple[int, int]]:
 
 def test_available_now_copies_every_record_once_and_accepts_them(spark: Any, bs: str, tmp_path: Path) -> None:
     group, topic = new_queue(bs)
-    produce(bs, topic, 600, partitions=2)
+    produce(bs, topic, 600, partitions=2, headers=True)
     sink = Collect()
     q = (share_stream(spark, bs, group, topic, maxOffsetsPerTrigger="250", includeHeaders="true")
          .writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ck"))
@@ -219,6 +224,20 @@ def test_what_a_fetch_brings_beyond_a_batch_is_held_for_the_next(bs: str) -> Non
         wait_until(lambda: share_offsets(bs, group) == {0: (10, 0)}, WAIT_S, 0.2, "every record accepted")
     finally:
         member.close()
+
+
+def test_share_records_as_arrow() -> None:
+    """Delivered records as the source's Arrow schema plus ``deliveryCount`` (headers when asked)."""
+    records = [Record("t", 0, 5, 1_700_000_000_123, 0, b"k", b"v", [("h", b"x"), ("n", None)], 2),
+               Record("t", 1, 6, 1_700_000_000_124, 1, None, None, [], 1)]
+    rows = records_to_arrow(records, include_headers=True).to_pylist()
+    assert [(r["key"], r["value"], r["partition"], r["offset"], r["timestampType"], r["deliveryCount"])
+            for r in rows] == [(b"k", b"v", 0, 5, 0, 2), (None, None, 1, 6, 1, 1)]
+    assert rows[0]["timestamp"].timestamp() == 1_700_000_000.123
+    assert rows[0]["headers"] == [{"key": "h", "value": b"x"}, {"key": "n", "value": None}]
+    assert rows[1]["headers"] is None
+    assert records_to_arrow(records).schema.names == [
+        "key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "deliveryCount"]
 
 
 def test_an_option_that_does_not_apply_to_a_share_group_is_refused(spark: Any) -> None:

@@ -129,6 +129,8 @@ def test_two_queries_on_one_share_group_split_the_records(spark: Any, bs: str, t
                .option("checkpointLocation", str(tmp_path / f"ck{i}")).trigger(processingTime="200 milliseconds")
                .start() for i, sink in enumerate((a, b))]
     try:
+        # both members in the group (a query's first batch is planned once its member has joined)
+        wait_until(lambda: all(q.recentProgress for q in queries), WAIT_S, 0.2, "both queries' first batch")
         produce_values(bs, topic, [f"r{i}" for i in range(n)], batch=10)  # log batches of 10: a fetch takes 10s
         wait_until(lambda: len(a.keys()) + len(b.keys()) >= n, WAIT_S, 0.2, "all records in the two sinks")
     finally:

@@ -180,6 +180,13 @@ class ShareConsumer:
         fetch; None before the first)."""
         return self._fetcher.acquisition_lock_timeout_ms if self._fetcher is not None else None
 
+    @property
+    def buffered(self) -> int:
+        """How many records acquired for this member :meth:`getmany` has not handed out yet (a fetch acquires
+        whole log batches, so it may bring more than ``max_records``); they are locked to this member and
+        the next :meth:`getmany` hands them out (up to its ``max_records``) without fetching."""
+        return len(self._buffer)
+
     async def _revoke(self, partitions: set[TopicPartition], lost: bool) -> None:
         self._assignment -= partitions
 

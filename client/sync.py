@@ -237,6 +237,10 @@ class SyncShareConsumer(_OwnedSync):
     def acquisition_lock_timeout_ms(self) -> int | None:
         return self._client.acquisition_lock_timeout_ms
 
+    @property
+    def buffered(self) -> int:
+        return self._client.buffered
+
     def getmany(self, timeout_ms: int = 0, max_records: int | None = None) -> dict[Any, list[Record]]:
         return self._call(lambda: self._client.getmany(timeout_ms=timeout_ms, max_records=max_records))
 

@@ -32,8 +32,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from client.types import TopicPartition
-from spark_jobs import _reader, _writer
+from client.types import Record, TopicPartition
+from spark_jobs import _reader, _share, _writer
 from spark_jobs._writer import KBrokerCommitMessage
 from spark_jobs.options import (
     EARLIEST,
@@ -59,6 +59,7 @@ FORMAT = "kbroker"
 SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
               "timestamp timestamp, timestampType int")
 HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
+DELIVERY_COUNT_DDL = "deliveryCount int"  # share-group streams only
 
 _TIMESTAMP_MS = pa.timestamp("ms", tz="UTC")  # what records carry
 _TIMESTAMP_US = pa.timestamp("us", tz="UTC")  # Spark's timestamp
@@ -73,6 +74,7 @@ ARROW_SCHEMA = pa.schema([
     pa.field("timestampType", pa.int32()),
 ])
 ARROW_SCHEMA_HEADERS = ARROW_SCHEMA.append(pa.field("headers", HEADER_TYPE))
+_DELIVERY_COUNT = pa.field("deliveryCount", pa.int32())
 
 
 # -- record batches ----------------------------------------------------------------------------
@@ -103,6 +105,26 @@ def _binary(n: int, column: tuple[bytearray | None, bytearray, bytearray]) -> pa
                                                   pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def records_to_arrow(records: list[Record], include_headers: bool = False) -> pa.RecordBatch:
+    """Records a share group delivered (client :class:`~client.types.Record` s) as a batch of the source
+    schema plus ``deliveryCount``."""
+    schema = (ARROW_SCHEMA_HEADERS if include_headers else ARROW_SCHEMA).append(_DELIVERY_COUNT)
+    arrays = [
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([r.topic for r in records], pa.string()),
+        pa.array([r.partition for r in records], pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pa.array([r.timestamp for r in records], pa.int64()).cast(_TIMESTAMP_MS).cast(_TIMESTAMP_US),
+        pa.array([r.timestamp_type for r in records], pa.int32()),
+    ]
+    if include_headers:
+        arrays.append(pa.array([[(k, v) for k, v in r.headers] if r.headers else None for r in records],
+                               HEADER_TYPE))
+    arrays.append(pa.array([r.delivery_count for r in records], pa.int32()))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 # -- partitions --------------------------------------------------------------------------------
 
 class KBrokerPartition(InputPartition):
@@ -114,6 +136,18 @@ class KBrokerPartition(InputPartition):
 
     def __repr__(self) -> str:
         return f"KBrokerPartition({self.topic}-{self.partition} [{self.start}, {self.end}))"
+
+
+class KBrokerShareRecords(InputPartition):
+    """The records of one topic-partition that a share-group micro-batch acquired (carried to the
+    executors: they never talk to the share group)."""
+
+    def __init__(self, topic: str, partition: int, records: list[Record]) -> None:
+        super().__init__((topic, partition, len(records)))
+        self.topic, self.partition, self.records = topic, partition, records
+
+    def __repr__(self) -> str:
+        return f"KBrokerShareRecords({self.topic}-{self.partition}, {len(self.records)} records)"
 
 
 def _read_partition(options: Mapping[str, str], part: InputPartition, include_headers: bool
@@ -192,12 +226,19 @@ class KBrokerDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return SCHEMA_DDL + (", " + HEADERS_DDL if _include_headers(self.options) else "")
+        options = _lower(self.options)
+        return (SCHEMA_DDL + (", " + HEADERS_DDL if _include_headers(options) else "")
+                + (", " + DELIVERY_COUNT_DDL if _share.is_share(options) else ""))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        if _share.is_share(_lower(self.options)):
+            raise ValueError("option 'shareGroup' is for streaming reads (spark.readStream) only: a batch "
+                             "query has no commit to acknowledge the records with")
         return KBrokerBatchReader(dict(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        if _share.is_share(_lower(self.options)):
+            return KBrokerShareStreamReader(dict(self.options))
         return KBrokerStreamReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> KBrokerWriter:
@@ -321,6 +362,77 @@ class KBrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._offsets is not None:
             self._offsets.close()
             self._offsets = None
+
+
+class KBrokerShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A share group read as a stream (``option("shareGroup", "G")``): each micro-batch is the records the
+    query's member acquired for it, accepted when Spark commits the batch (see :mod:`spark_jobs._share`).
+    Offsets are ``{"shareBatch": n}``: batch numbers, not positions in the topics."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = _lower(options)
+        self.share = _share.share_options(self.options)
+        self.include_headers = _include_headers(self.options)
+        self.max_per_trigger = _positive_int(self.options, "maxoffsetspertrigger")
+        self.config = {**_reader.client_config(self.options, "consumer"), "group_id": self.share.group}
+        self._member: _share.ShareBatches | None = None
+        self._below: Offsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_member"] = None
+        return state
+
+    @property
+    def _m(self) -> _share.ShareBatches:
+        if self._member is None:
+            self._member = _share.ShareBatches(self.share.topics, self.config, self.share.poll_timeout_ms)
+        return self._member
+
+    def initialOffset(self) -> dict:
+        return _share.offset(0)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_per_trigger) if self.max_per_trigger else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """availableNow: the records already in the topics now (later ones are left to the next run)."""
+        with _reader.OffsetReader(_reader.consumer_kwargs(self.options)) as r:
+            self._below = r.latest(r.topic_partitions(subscribe=self.share.topics))
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """Acquire the next batch's records; move on also when none came but a batch with records still
+        waits for its commit (Spark commits a batch when it plans the next one)."""
+        n = _share.batch_number(start)
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        if self._m.acquire(n + 1, max_rows, self._below) or self._m.holding(n):
+            return _share.offset(n + 1)
+        return _share.offset(n)
+
+    def reportLatestOffset(self) -> dict | None:
+        return None
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        if self._member is None:  # a batch planned by an earlier run: its records went back to the group
+            return []
+        by_tp: dict[tuple[str, int], list[Record]] = {}
+        for r in self._member.records_between(_share.batch_number(start), _share.batch_number(end)):
+            by_tp.setdefault((r.topic, r.partition), []).append(r)
+        return [KBrokerShareRecords(t, p, recs) for (t, p), recs in sorted(by_tp.items())]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, KBrokerShareRecords) and partition.records:
+            yield records_to_arrow(partition.records, self.include_headers)
+
+    def commit(self, end: dict) -> None:
+        """The batches up to ``end`` are committed: accept their records."""
+        if self._member is not None:
+            self._member.accept_through(_share.batch_number(end))
+
+    def stop(self) -> None:
+        if self._member is not None:
+            self._member.close()
+            self._member = None
 
 
 # -- writers -----------------------------------------------------------------------------------

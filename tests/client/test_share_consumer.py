@@ -252,6 +252,23 @@ async def test_the_synchronous_facade(bs: str) -> None:
     assert committed == {TopicPartition(topic, 0): None}
 
 
+async def test_buffered_counts_what_a_fetch_acquired_beyond_max_records(bs: str) -> None:
+    """A fetch acquires whole log batches: what getmany did not hand out is counted, and comes next."""
+    group, topic = await new_queue(bs)
+    await produce(bs, topic, [f"b{i}" for i in range(10)])  # one log batch
+    async with share(bs, topic, group) as sc:
+        assert sc.buffered == 0
+        first = await take(sc, 1, max_records=3)
+        assert len(first) == 3 and sc.buffered == 7
+        for r in first:
+            sc.acknowledge(r)
+        rest = (await sc.getmany(timeout_ms=0, max_records=sc.buffered)).get(TopicPartition(topic, 0), [])
+        assert values_of(rest) == [f"b{i}" for i in range(3, 10)] and sc.buffered == 0
+        for r in rest:
+            sc.acknowledge(r)
+        assert await sc.commit() == {TopicPartition(topic, 0): None}
+
+
 async def test_a_record_held_past_its_lock_goes_to_another_member_and_its_late_ack_fails(bs: str) -> None:
     group, topic = await new_queue(bs, **{"share.record.lock.duration.ms": "1000"})
     await produce(bs, topic, ["stuck"])

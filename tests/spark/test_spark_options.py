@@ -8,6 +8,7 @@ import pytest
 
 from client.types import TopicPartition as TP
 from spark_jobs._reader import client_config, consumer_kwargs
+from spark_jobs._share import NOT_FOR_SHARE_GROUPS, is_share, share_options
 from spark_jobs.options import (
     OffsetRange,
     Subscription,
@@ -96,3 +97,23 @@ def test_kafka_options_map_to_client_config():
     assert ck["auto_offset_reset"] == "none" and ck["group_id"] is None
     prod = client_config({"kafka.bootstrap.servers": "h:1", "kafka.acks": "all", "kafka.linger.ms": "20"}, "producer")
     assert prod == {"bootstrap_servers": "h:1", "acks": "all", "linger_ms": 20}
+
+
+def test_share_group_options():
+    opts = share_options({"sharegroup": "g", "subscribe": "a, b", "kafka.bootstrap.servers": "x:1",
+                          "includeheaders": "true", "maxoffsetspertrigger": "10"})
+    assert (opts.group, opts.topics, opts.poll_timeout_ms) == ("g", ("a", "b"), 1000)
+    assert share_options({"sharegroup": "g", "subscribe": "a", "sharegroup.polltimeoutms": "0"}).poll_timeout_ms == 0
+    assert is_share({"sharegroup": "g"}) and not is_share({"subscribe": "a"})
+    with pytest.raises(ValueError, match="needs 'subscribe'"):
+        share_options({"sharegroup": "g"})
+    with pytest.raises(ValueError, match="must name a share group"):
+        share_options({"sharegroup": " ", "subscribe": "a"})
+    with pytest.raises(ValueError, match="pollTimeoutMs"):
+        share_options({"sharegroup": "g", "subscribe": "a", "sharegroup.polltimeoutms": "-5"})
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FOR_SHARE_GROUPS))
+def test_options_a_share_group_decides_itself_are_refused(name):
+    with pytest.raises(ValueError, match=f"option '{name}' can't be used with 'shareGroup': .+"):
+        share_options({"sharegroup": "g", "subscribe": "a", name: "1"})

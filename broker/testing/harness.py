@@ -82,6 +82,23 @@ def _api_versions_ok(host: str, port: int, timeout: float = 2.0, *, tls: bool = 
         return bool(resp.error_code == 0)
 
 
+def _wait_stopped(pid: int, timeout_s: float = 10.0) -> None:
+    """Until every thread of ``pid`` is stopped: a signal is delivered asynchronously, and a member still
+    running for a moment after ``kill`` may yet answer (or forward) a request sent to it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            states = [Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                      for tid in os.listdir(f"/proc/{pid}/task")]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return  # gone, or not Linux: nothing to wait for
+        if all(state in ("T", "t") for state in states):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"process {pid} not stopped after SIGSTOP: thread states {states}")
+        time.sleep(0.005)
+
+
 class EtcdServer:
     """One etcd member on 127.0.0.1 with its data under ``directory``: alone (fast elections for tests),
     or one member of an :class:`EtcdCluster`, which sets ``initial_cluster`` and ``timing``."""
@@ -181,6 +198,7 @@ class EtcdServer:
         """SIGSTOP: the member keeps its connections but answers nothing (a stalled VM, a long GC pause)."""
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGSTOP)
+        _wait_stopped(self.proc.pid)
 
     def resume(self) -> None:
         assert self.proc is not None

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import re
-import struct
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from protocol.schemas.misc import (
 
 from .assignors import ASSIGNORS, TopicPartitions
 from .group_configs import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, group_config_value
+from .group_records import GroupRecords, RecordCodecs
 from .timers import KeyedTimers
 
 __all__ = ["CONSUMER_RECORD_TYPES", "TIMER_KINDS", "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroups",
@@ -68,7 +68,6 @@ log = logging.getLogger(__name__)
 E = ErrorCode
 
 Response = dict[str, Any]
-Record = tuple[bytes, bytes | None]
 #: whether a member's principal may DESCRIBE a topic (by name); None: every topic may be described
 TopicView = Callable[[str], bool] | None
 
@@ -83,8 +82,6 @@ _REGEX = "cg-regex"
 _ASSIGN = "cg-assign"
 #: the timer kinds this module schedules in the shard's KeyedTimers
 TIMER_KINDS = frozenset({_SESSION, _REVOKE, _REGEX, _ASSIGN})
-
-_I16 = struct.Struct(">h")
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -103,8 +100,9 @@ _CODECS: dict[int, tuple[Message, Message]] = {
     CURRENT_ASSIGNMENT: (ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue),
     REGULAR_EXPRESSION: (ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue),
 }
+_RECORDS = RecordCodecs(_CODECS, "consumer group")
 #: ``__consumer_offsets`` record types of consumer groups
-CONSUMER_RECORD_TYPES = frozenset(_CODECS)
+CONSUMER_RECORD_TYPES = _RECORDS.types
 
 
 class MemberState(IntEnum):
@@ -222,24 +220,8 @@ class ConsumerGroup:
 
 # ------------------------------------------------------------------------------------ records
 
-def encode_record(record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> Record:
-    key_codec, value_codec = _CODECS[record_type]
-    k = _I16.pack(record_type) + key_codec.encode(0, key)
-    return k, None if value is None else _I16.pack(0) + value_codec.encode(0, value)
-
-
-def decode_record(key: bytes, value: bytes | None) -> tuple[int, dict[str, Any], dict[str, Any] | None] | None:
-    """A consumer-group record as ``(type, key, value)``; None for other record types."""
-    (record_type,) = _I16.unpack_from(key)
-    codecs = _CODECS.get(record_type)
-    if codecs is None:
-        return None
-    k = dict(codecs[0].decode(0, key, 2))
-    if value is None:
-        return record_type, k, None
-    if len(value) < 2:
-        raise ValueError("consumer group record value shorter than its version")
-    return record_type, k, dict(codecs[1].decode(0, value, 2))  # newer versions add tagged fields only
+encode_record = _RECORDS.encode
+decode_record = _RECORDS.decode
 
 
 def _tp_list(assignment: TopicPartitions) -> list[dict[str, Any]]:
@@ -300,17 +282,20 @@ class _Fail(Exception):
         self.message = message
 
 
-class ConsumerGroups:
+class ConsumerGroups(GroupRecords):
     """All consumer groups of one shard (see the module doc).
 
     ``is_classic_group(group_id)`` says whether a classic group with members holds the id (a
     consumer group cannot take it: GROUP_ID_NOT_FOUND, as Kafka answers).
     """
 
+    codecs = _RECORDS
+
     def __init__(self, config: ConsumerGroupConfig, topics: TopicCatalog, timers: KeyedTimers, *,
                  is_classic_group: Callable[[str], bool] = lambda _gid: False,
                  member_id_factory: Callable[[], str] = lambda: str(uuid.uuid4()),
                  group_configs: Callable[[str], Mapping[str, str]] = lambda _gid: {}) -> None:
+        super().__init__()
         self.config = config
         self._group_configs = group_configs
         self.topics = topics
@@ -318,11 +303,7 @@ class ConsumerGroups:
         self.groups: dict[str, ConsumerGroup] = {}
         self._is_classic = is_classic_group
         self._new_member_id = member_id_factory
-        self._out: list[tuple[str, bytes, bytes | None]] = []
-        #: group id -> its committed records, key -> value, in the order of their last write
-        self._committed: dict[str, dict[bytes, bytes]] = {}
         self._now = 0
-        self._epoch_bumps = 0
         #: group id -> the topic view its regexes are resolved with (see the module doc); a group
         #: missing here has no known view yet
         self._regex_views: dict[str, TopicView] = {}
@@ -342,48 +323,6 @@ class ConsumerGroups:
 
     # ================================================================ records in and out
 
-    def drain(self) -> list[tuple[str, bytes, bytes | None]]:
-        """The records emitted since the last call, as ``(group id, key, value)``, in order."""
-        out, self._out = self._out, []
-        return out
-
-    def take_epoch_bumps(self) -> int:
-        """Group epochs bumped (rebalances started) since the last call."""
-        n, self._epoch_bumps = self._epoch_bumps, 0
-        return n
-
-    def _emit(self, group_id: str, record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
-        k, v = encode_record(record_type, key, value)
-        self._apply(record_type, key, value)
-        self._out.append((group_id, k, v))
-
-    def replay(self, key: bytes, value: bytes | None) -> bool:
-        """Apply one loaded (so committed) record; False when it is not a consumer-group record."""
-        gid = self._apply_raw(key, value)
-        if gid is None:
-            return False
-        self._remember(gid, key, value)
-        return True
-
-    def committed(self, records: Iterable[tuple[str, bytes, bytes | None]]) -> None:
-        """``records`` (as the shard's writes carried them) were written durably; only consumer-group
-        records are kept (share groups keep theirs)."""
-        for gid, key, value in records:
-            if len(key) >= 2 and _I16.unpack_from(key)[0] in CONSUMER_RECORD_TYPES:
-                self._remember(gid, key, value)
-
-    def _remember(self, gid: str, key: bytes, value: bytes | None) -> None:
-        kept = self._committed.get(gid)
-        if kept is None:
-            if value is None:
-                return
-            kept = self._committed[gid] = {}
-        kept.pop(key, None)
-        if value is not None:
-            kept[key] = value
-        elif not kept:
-            del self._committed[gid]
-
     def revert(self, now_ms: int, group_ids: Iterable[str], in_flight: Iterable[tuple[str, bytes, bytes | None]]) -> None:
         """A write carrying records of ``group_ids`` failed: rebuild each of them from its committed records
         and the records of ``in_flight`` (the writes not completed yet, in order) that belong to it, with
@@ -398,11 +337,7 @@ class ConsumerGroups:
                     self.timers.cancel((_REVOKE, gid, mid))
             self.timers.cancel((_REGEX, gid))
             self.timers.cancel((_ASSIGN, gid))
-            for key, value in self._committed.get(gid, {}).items():
-                self._apply_raw(key, value)
-        for gid, key, value in in_flight:
-            if gid in gids:
-                self._apply_raw(key, value)
+        self._restore(gids, in_flight)
         for gid in sorted(gids):
             group = self.groups.get(gid)
             if group is None:
@@ -416,14 +351,6 @@ class ConsumerGroups:
                 self.timers.schedule((_REGEX, gid), now_ms)
             if group.group_epoch > group.assignment_epoch:
                 self.timers.schedule((_ASSIGN, gid), now_ms)
-
-    def _apply_raw(self, key: bytes, value: bytes | None) -> str | None:
-        """Apply an encoded record; its group id, or None when it is not a consumer-group record."""
-        decoded = decode_record(key, value)
-        if decoded is None:
-            return None
-        self._apply(*decoded)
-        return decoded[1]["group_id"]
 
     def _apply(self, record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         gid = key["group_id"]

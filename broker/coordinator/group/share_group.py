@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import struct
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from protocol.schemas.share_records import (
 from .assignors import TopicPartitions
 from .consumer_group import TopicCatalog, _tp_dict, _tp_list
 from .group_configs import SHARE_HEARTBEAT_INTERVAL, SHARE_SESSION_TIMEOUT, group_config_value
+from .group_records import GroupRecords, RecordCodecs
 from .share_assignor import assign_simple
 from .timers import KeyedTimers
 
@@ -61,7 +61,6 @@ log = logging.getLogger(__name__)
 E = ErrorCode
 
 Response = dict[str, Any]
-Record = tuple[bytes, bytes | None]
 
 LEAVE_EPOCH = -1
 #: Kafka's limit on a share member id (``KafkaApis.isMemberIdValid``)
@@ -75,8 +74,6 @@ _SESSION = "sg-session"
 _INIT_RETRY = "sg-init"
 #: the timer kinds this module schedules in the shard's KeyedTimers
 SHARE_TIMER_KINDS = frozenset({_SESSION, _INIT_RETRY})
-
-_I16 = struct.Struct(">h")
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
@@ -93,8 +90,9 @@ _CODECS: dict[int, tuple[Message, Message]] = {
     CURRENT_ASSIGNMENT: (ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue),
     STATE_PARTITION_METADATA: (ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue),
 }
+_RECORDS = RecordCodecs(_CODECS, "share group")
 #: ``__consumer_offsets`` record types of share groups
-SHARE_RECORD_TYPES = frozenset(_CODECS)
+SHARE_RECORD_TYPES = _RECORDS.types
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,24 +173,8 @@ class ShareGroup:
 
 # ------------------------------------------------------------------------------------ records
 
-def encode_record(record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> Record:
-    key_codec, value_codec = _CODECS[record_type]
-    k = _I16.pack(record_type) + key_codec.encode(0, key)
-    return k, None if value is None else _I16.pack(0) + value_codec.encode(0, value)
-
-
-def decode_record(key: bytes, value: bytes | None) -> tuple[int, dict[str, Any], dict[str, Any] | None] | None:
-    """A share-group record as ``(type, key, value)``; None for other record types."""
-    (record_type,) = _I16.unpack_from(key)
-    codecs = _CODECS.get(record_type)
-    if codecs is None:
-        return None
-    k = dict(codecs[0].decode(0, key, 2))
-    if value is None:
-        return record_type, k, None
-    if len(value) < 2:
-        raise ValueError("share group record value shorter than its version")
-    return record_type, k, dict(codecs[1].decode(0, value, 2))
+encode_record = _RECORDS.encode
+decode_record = _RECORDS.decode
 
 
 def _topics_entries(table: Mapping[uuid.UUID, tuple[str, frozenset[int]]]) -> list[dict[str, Any]]:
@@ -219,27 +201,26 @@ class _Fail(Exception):
         self.message = message
 
 
-class ShareGroups:
+class ShareGroups(GroupRecords):
     """All share groups of one shard (see the module doc).
 
     ``other_group(group_id)`` names the kind of group of another type holding the id ("classic",
     "consumer"), or None: a share group cannot take it (GROUP_ID_NOT_FOUND, as Kafka answers)."""
 
+    codecs = _RECORDS
+
     def __init__(self, config: ShareGroupConfig, topics: TopicCatalog, timers: KeyedTimers, *,
                  other_group: Callable[[str], str | None] = lambda _gid: None,
                  group_configs: Callable[[str], Mapping[str, str]] = lambda _gid: {}) -> None:
+        super().__init__()
         self.config = config
         self.topics = topics
         self.timers = timers
         self.groups: dict[str, ShareGroup] = {}
         self._other_group = other_group
         self._group_configs = group_configs
-        self._out: list[tuple[str, bytes, bytes | None]] = []
-        #: group id -> its committed records, key -> value, in the order of their last write
-        self._committed: dict[str, dict[bytes, bytes]] = {}
         self._inits: list[ShareInit] = []
         self._now = 0
-        self._epoch_bumps = 0
 
     def session_timeout_ms(self, group_id: str) -> int:
         """The group's ``share.session.timeout.ms`` (a group config), else the broker's."""
@@ -252,51 +233,10 @@ class ShareGroups:
 
     # ================================================================ records in and out
 
-    def drain(self) -> list[tuple[str, bytes, bytes | None]]:
-        """The records emitted since the last call, as ``(group id, key, value)``, in order."""
-        out, self._out = self._out, []
-        return out
-
     def take_initializations(self) -> list[ShareInit]:
         """The share-state initialisations to send since the last call."""
         out, self._inits = self._inits, []
         return out
-
-    def take_epoch_bumps(self) -> int:
-        n, self._epoch_bumps = self._epoch_bumps, 0
-        return n
-
-    def _emit(self, group_id: str, record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
-        k, v = encode_record(record_type, key, value)
-        self._apply(record_type, key, value)
-        self._out.append((group_id, k, v))
-
-    def replay(self, key: bytes, value: bytes | None) -> bool:
-        """Apply one loaded (so committed) record; False when it is not a share-group record."""
-        gid = self._apply_raw(key, value)
-        if gid is None:
-            return False
-        self._remember(gid, key, value)
-        return True
-
-    def committed(self, records: Iterable[tuple[str, bytes, bytes | None]]) -> None:
-        """``records`` (as the shard's writes carried them) were written durably; only share-group
-        records are kept."""
-        for gid, key, value in records:
-            if len(key) >= 2 and _I16.unpack_from(key)[0] in SHARE_RECORD_TYPES:
-                self._remember(gid, key, value)
-
-    def _remember(self, gid: str, key: bytes, value: bytes | None) -> None:
-        kept = self._committed.get(gid)
-        if kept is None:
-            if value is None:
-                return
-            kept = self._committed[gid] = {}
-        kept.pop(key, None)
-        if value is not None:
-            kept[key] = value
-        elif not kept:
-            del self._committed[gid]
 
     def revert(self, now_ms: int, group_ids: Iterable[str], in_flight: Iterable[tuple[str, bytes, bytes | None]]) -> None:
         """A write carrying records of ``group_ids`` failed: rebuild each share group among them from its
@@ -308,11 +248,7 @@ class ShareGroups:
             if group is not None:
                 for mid in group.members:
                     self.timers.cancel((_SESSION, gid, mid))
-            for key, value in self._committed.get(gid, {}).items():
-                self._apply_raw(key, value)
-        for gid, key, value in in_flight:
-            if gid in gids:
-                self._apply_raw(key, value)
+        self._restore(gids, in_flight)
         for gid in sorted(gids):
             group = self.groups.get(gid)
             if group is None:
@@ -322,13 +258,6 @@ class ShareGroups:
                 self._touch(group, member)
             if group.initializing:
                 self.timers.schedule((_INIT_RETRY, gid), now_ms + self.config.initialize_retry_interval_ms)
-
-    def _apply_raw(self, key: bytes, value: bytes | None) -> str | None:
-        decoded = decode_record(key, value)
-        if decoded is None:
-            return None
-        self._apply(*decoded)
-        return decoded[1]["group_id"]
 
     def _apply(self, record_type: int, key: dict[str, Any], value: dict[str, Any] | None) -> None:
         gid = key["group_id"]

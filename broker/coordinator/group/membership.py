@@ -1139,12 +1139,7 @@ class GroupMetadataManager:
             for cg in self.consumer.groups.values():
                 if states and cg.state.lower() not in states:
                     continue
-                entry: Response = {"group_id": cg.group_id, "protocol_type": "consumer"}
-                if v >= 4:
-                    entry["group_state"] = cg.state
-                if v >= 5:
-                    entry["group_type"] = "consumer"
-                out.append(entry)
+                out.append(_listed(v, cg.group_id, "consumer", cg.state, "consumer"))
         if not types or "share" in types:
             out += self._share_groups_listed(v, states)
         if not types or "classic" in types:
@@ -1152,12 +1147,7 @@ class GroupMetadataManager:
                 state = EMPTY if self._deleting.get(group.group_id) is group else group.state
                 if state is DEAD or (states and state.value.lower() not in states):
                     continue
-                entry = {"group_id": group.group_id, "protocol_type": group.protocol_type or ""}
-                if v >= 4:
-                    entry["group_state"] = state.value
-                if v >= 5:
-                    entry["group_type"] = "classic"
-                out.append(entry)
+                out.append(_listed(v, group.group_id, group.protocol_type or "", state.value, "classic"))
         resp: Response = {"error_code": E.NONE, "groups": out}
         if v >= 1:
             resp["throttle_time_ms"] = 0
@@ -1169,12 +1159,7 @@ class GroupMetadataManager:
         for sg in self.share.groups.values():
             if states and sg.state.lower() not in states:
                 continue
-            entry: Response = {"group_id": sg.group_id, "protocol_type": "share"}
-            if version >= 4:
-                entry["group_state"] = sg.state
-            if version >= 5:
-                entry["group_type"] = "share"
-            out.append(entry)
+            out.append(_listed(version, sg.group_id, "share", sg.state, "share"))
         return out
 
     def _group_kept(self, group: Group, before: tuple[GroupState, GroupState | None, int]) -> None:
@@ -1238,3 +1223,13 @@ def _heartbeat_response(version: int, error: ErrorCode) -> Response:
     if version >= 1:
         resp["throttle_time_ms"] = 0
     return resp
+
+
+def _listed(version: int, group_id: str, protocol_type: str, state: str, group_type: str) -> Response:
+    """A ListGroups entry (the state from v4, the type from v5)."""
+    entry: Response = {"group_id": group_id, "protocol_type": protocol_type}
+    if version >= 4:
+        entry["group_state"] = state
+    if version >= 5:
+        entry["group_type"] = group_type
+    return entry

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from client.assignors import decode_assignment
 from client.config import AdminConfig, build_config
 from client.coordinator import TRANSACTION_KEY, find_coordinator
-from client.errors import IllegalStateError, KafkaError, UnsupportedVersionError
+from client.errors import IllegalStateError, KafkaConnectionError, KafkaError, UnsupportedVersionError
 from client.net import NetworkClient
 from client.offsets import LATEST, fetch_committed, list_offsets
 from client.types import (
@@ -35,6 +35,7 @@ from client.types import (
 )
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.primitives import Obj
 from protocol.security_types import (
     AclOperation,
     AclPermissionType,
@@ -99,14 +100,31 @@ class Admin:
             raise IllegalStateError("admin client is not started")
         return self._net
 
-    async def _controller(self) -> int:
+    async def _controller(self, avoid: Container[int] = ()) -> int:
         md = await self.net.refresh_metadata()
-        if md.controller_id >= 0 and md.controller_id in md.brokers:
+        if md.controller_id >= 0 and md.controller_id in md.brokers and md.controller_id not in avoid:
             return md.controller_id
         node = self.net.least_loaded_node()
         if node is None:
             raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, "no broker")
         return node
+
+    async def _to_controller(self, api_key: int, body: Mapping[str, Any], **kw: Any) -> Obj:
+        """Send to the controller.  When it cannot be reached — a broker killed a moment ago is still
+        listed until its session ends — send to another broker (each takes these requests), as Kafka's
+        admin client retries on another node, until ``request_timeout_ms`` has passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.request_timeout_ms / 1000
+        unreachable: set[int] = set()
+        while True:
+            node = await self._controller(avoid=unreachable)
+            try:
+                return await self.net.send(node, api_key, body, **kw)
+            except KafkaConnectionError:
+                unreachable.add(node)
+                if loop.time() >= deadline:
+                    raise
+                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
 
     # -- topics ----------------------------------------------------------------------------------
 
@@ -123,7 +141,7 @@ class Admin:
                             "replication_factor": t.replication_factor, "assignments": [],
                             "configs": [{"name": k, "value": v} for k, v in t.configs.items()]} for t in items],
                 "timeout_ms": timeout_ms, "validate_only": validate_only}
-        resp = await self.net.send(await self._controller(), ApiKey.CREATE_TOPICS, body,
+        resp = await self._to_controller(ApiKey.CREATE_TOPICS, body,
                                    timeout_ms=timeout_ms + self.config.request_timeout_ms)
         for t in resp.topics:
             if t.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and ignore_existing:
@@ -140,7 +158,7 @@ class Admin:
                 return {"topics": [{"name": n} for n in names], "timeout_ms": timeout_ms}
             return {"topic_names": names, "timeout_ms": timeout_ms}
 
-        resp = await self.net.send(await self._controller(), ApiKey.DELETE_TOPICS, {}, build=build,
+        resp = await self._to_controller(ApiKey.DELETE_TOPICS, {}, build=build,
                                    timeout_ms=timeout_ms + self.config.request_timeout_ms)
         for r in resp.responses:
             if r.error_code:
@@ -152,7 +170,7 @@ class Admin:
         """Grow each topic to the given total partition count."""
         body = {"topics": [{"name": t, "count": n, "assignments": None} for t, n in new_totals.items()],
                 "timeout_ms": timeout_ms, "validate_only": validate_only}
-        resp = await self.net.send(await self._controller(), ApiKey.CREATE_PARTITIONS, body,
+        resp = await self._to_controller(ApiKey.CREATE_PARTITIONS, body,
                                    timeout_ms=timeout_ms + self.config.request_timeout_ms)
         for r in resp.results:
             if r.error_code:
@@ -275,7 +293,7 @@ class Admin:
             return {"timeout_ms": timeout_ms, "allow_replication_factor_change": allow_replication_factor_change,
                     "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()]}
 
-        resp = await self.net.send(await self._controller(), ApiKey.ALTER_PARTITION_REASSIGNMENTS, {}, build=build,
+        resp = await self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, {}, build=build,
                                    timeout_ms=timeout_ms + self.config.request_timeout_ms)
         if resp.error_code:
             raise KafkaError(resp.error_code, resp.error_message or "AlterPartitionReassignments")
@@ -289,7 +307,7 @@ class Admin:
         wanted = None if partitions is None else _by_topic(partitions)
         body = {"timeout_ms": timeout_ms, "topics": None if wanted is None else
                 [{"name": t, "partition_indexes": sorted(ps)} for t, ps in wanted.items()]}
-        resp = await self.net.send(await self._controller(), ApiKey.LIST_PARTITION_REASSIGNMENTS, body,
+        resp = await self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body,
                                    timeout_ms=timeout_ms + self.config.request_timeout_ms)
         if resp.error_code:
             raise KafkaError(resp.error_code, resp.error_message or "ListPartitionReassignments")
@@ -312,7 +330,7 @@ class Admin:
             return {"election_type": kind, "timeout_ms": timeout_ms, "topic_partitions": None if wanted is None else
                     [{"topic": t, "partitions": sorted(ps)} for t, ps in wanted.items()]}
 
-        resp = await self.net.send(await self._controller(), ApiKey.ELECT_LEADERS, {}, build=build,
+        resp = await self._to_controller(ApiKey.ELECT_LEADERS, {}, build=build,
                                    timeout_ms=timeout_ms + self.config.request_timeout_ms)
         if resp.get("error_code", 0):
             raise KafkaError(resp.error_code, "ElectLeaders")

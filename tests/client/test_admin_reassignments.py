@@ -29,9 +29,12 @@ class ScriptedBroker:
     """Node 1 on 127.0.0.1: ApiVersions (every API we know, capped by ``versions``), Metadata naming
     itself as controller, and ``answers`` for the rest; ``requests`` holds (api key, version, request)."""
 
-    def __init__(self, answers: dict[int, Answer], versions: dict[int, int] | None = None) -> None:
+    def __init__(self, answers: dict[int, Answer], versions: dict[int, int] | None = None, *,
+                 dead_controller_port: int | None = None) -> None:
         self.answers = answers
         self.versions = versions or {}
+        #: with a port, Metadata names a node 2 there as the controller (a broker just killed, still listed)
+        self.dead_controller_port = dead_controller_port
         self.requests: list[tuple[int, int, Obj]] = []
         self.port = 0
         self._server: asyncio.Server | None = None
@@ -68,9 +71,13 @@ class ScriptedBroker:
                 {"api_key": int(k), "min_version": api.min_version, "max_version": self.versions.get(k, api.max_version)}
                 for k, api in APIS.items() if self.versions.get(k, 0) >= 0]}
         if api_key == ApiKey.METADATA:
-            return {"throttle_time_ms": 0, "brokers": [{"node_id": NODE, "host": "127.0.0.1", "port": self.port,
-                                                        "rack": None}],
-                    "cluster_id": "scripted", "controller_id": NODE, "topics": []}
+            brokers = [{"node_id": NODE, "host": "127.0.0.1", "port": self.port, "rack": None}]
+            controller = NODE
+            if self.dead_controller_port is not None:
+                controller = 2
+                brokers.append({"node_id": 2, "host": "127.0.0.1", "port": self.dead_controller_port, "rack": None})
+            return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": "scripted", "controller_id": controller,
+                    "topics": []}
         return self.answers[api_key](request, version)
 
 
@@ -178,6 +185,24 @@ async def test_list_partition_reassignments(connect):
         (_, everything), (_, some) = broker.sent(ApiKey.LIST_PARTITION_REASSIGNMENTS)
         assert everything.topics is None
         assert {t.name: list(t.partition_indexes) for t in some.topics} == {"t": [0, 3], "u": [1]}
+
+
+async def test_a_controller_that_cannot_be_reached_is_passed_over(connect):
+    """A controller killed a moment ago is still listed until its session ends: the request goes to another
+    broker instead of failing (the CLI's reassign after kill -9 of the controller)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+
+    def answer(request: Obj, version: int) -> dict[str, Any]:
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": []}
+
+    async with ScriptedBroker({ApiKey.LIST_PARTITION_REASSIGNMENTS: answer}, dead_controller_port=dead) as broker:
+        client = await connect(broker)
+        assert await client.list_partition_reassignments() == {}
+        assert len(broker.sent(ApiKey.LIST_PARTITION_REASSIGNMENTS)) == 1
 
 
 async def test_a_broker_without_reassignments(connect):

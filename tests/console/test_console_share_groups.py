@@ -149,14 +149,16 @@ def test_a_share_group_page_in_the_browser(browser: Any, broker: BrokerProcess) 
     try:
         url = "/groups/" + urllib.parse.quote(group, safe="")
 
-        def member_shown() -> bool:
-            if not page.all("#members-table"):  # no such group yet: it comes with the member's first heartbeat
-                page.open(url)
+        def group_exists() -> bool:  # (the group comes with the member's first heartbeat; before, the page is a 404)
+            try:
+                with urllib.request.urlopen(broker.console_url + url, timeout=10) as response:
+                    return bool(response.status == 200)
+            except urllib.error.HTTPError:
                 return False
-            return "browser-share-reader" in page.text("#members-table")
 
+        page.wait(group_exists, "the group")
         page.open(url)
-        page.wait(member_shown, "the member")
+        page.wait(lambda: "browser-share-reader" in page.text("#members-table"), "the member")
         share.produce(bs, topic, [f"task {i}" for i in range(4)])
         page.wait(lambda: page.css("#offsets-table tbody tr").text == f"{topic}-0 4 0", "start offset 4, lag 0")
         assert page.css("#group-state-value").text == "Stable"

@@ -126,6 +126,10 @@ class ReplicaFetcher:
                                    security=manager.settings.security)
         return self._conn
 
+    def _throttled(self, p: Partition) -> bool:
+        """A fetch that counts against the follower quota: a throttled partition this broker is out of sync on."""
+        return p.follower_throttled and self.manager.local_id not in p.isr
+
     def _ready(self) -> list[Partition]:
         now = time.monotonic()
         ready = []
@@ -133,8 +137,7 @@ class ReplicaFetcher:
         for tp, p in self.partitions.items():
             if self.delayed_until.get(tp, 0) > now:
                 continue
-            if (quota is not None and p.follower_throttled and self.manager.local_id not in p.isr
-                    and quota.exceeded()):
+            if quota is not None and self._throttled(p) and quota.exceeded():
                 self.delayed_until[tp] = now + THROTTLE_RECHECK_S  # throttled: wait for the quota
                 continue
             ready.append(p)
@@ -182,7 +185,7 @@ class ReplicaFetcher:
         for p in ready:
             plog = p.log
             max_bytes = settings.max_bytes
-            if quota is not None and p.follower_throttled and self.manager.local_id not in p.isr:
+            if quota is not None and self._throttled(p):
                 max_bytes = min(max_bytes, quota.allowance())  # a throttled copy moves a window at a time
             entry = topics.setdefault(p.topic, {"topic": p.topic, "topic_id": p.topic_id, "partitions": []})
             entry["partitions"].append({

@@ -933,7 +933,12 @@ class ReplicaManager:
     def _held_back(self, p: Partition, replica_id: int) -> bool:
         """A follower's fetch of a throttled partition while the leader's quota is exceeded and the
         follower is not in sync: it gets nothing this time."""
-        return p.leader_throttled and replica_id not in p.isr and self.leader_quota.exceeded()
+        return self._throttled(p, replica_id) and self.leader_quota.exceeded()
+
+    @staticmethod
+    def _throttled(p: Partition, replica_id: int) -> bool:
+        """A follower's fetch that counts against the leader's quota: a throttled partition, out of sync."""
+        return p.leader_throttled and replica_id not in p.isr
 
     @staticmethod
     def _fetch_limit(plog: PartitionLog, replica_id: int, isolation: int) -> int:
@@ -1004,7 +1009,7 @@ class ReplicaManager:
                     continue
             limit_offset = self._fetch_limit(plog, replica_id, isolation)
             max_bytes = min(fp.max_bytes, remaining)
-            if replica_id >= 0 and p.leader_throttled and replica_id not in p.isr:
+            if replica_id >= 0 and self._throttled(p, replica_id):
                 max_bytes = min(max_bytes, self.leader_quota.allowance())  # a window at a time
             try:
                 result = plog.read(fp.fetch_offset, max_bytes, min_one, max_offset=limit_offset)

@@ -189,13 +189,15 @@ class SharePartitionManager:
         assert session is not None
         answers: dict[tuple[uuid.UUID, int], dict[str, Any]] = {}
         leaders: set[int] = set()
-        # piggy-backed acknowledgements first
-        ack_codes = await self._acknowledge_all(member_id, group_id, req.topics, version, renew, settings, leaders,
-                                                listener, answers)
+        # piggy-backed acknowledgements first: applied now, so the fetch below can acquire what they released;
+        # their state write goes on while the fetch acquires (as Kafka answers a ShareFetch once both are done)
+        ack_codes, writes = self._apply_acknowledgements(member_id, group_id, req.topics, version, renew, settings,
+                                                         leaders, answers)
         if epoch == FINAL_EPOCH:
             self._end_session(session, settings)
         elif not renew:
             await self._fetch(session, req, settings, answers, leaders, listener)
+        await self._written(ack_codes, writes)
         if forgotten and epoch not in (0, FINAL_EPOCH):
             self._forget(group_id, forgotten)
         for tp, code in ack_codes.items():
@@ -353,8 +355,9 @@ class SharePartitionManager:
             return error(code)
         answers: dict[tuple[uuid.UUID, int], dict[str, Any]] = {}
         leaders: set[int] = set()
-        codes = await self._acknowledge_all(member_id, group_id, req.topics, version, renew, settings, leaders,
-                                            listener, answers)
+        codes, writes = self._apply_acknowledgements(member_id, group_id, req.topics, version, renew, settings,
+                                                     leaders, answers)
+        await self._written(codes, writes)
         if epoch == FINAL_EPOCH:
             self._end_session(session, settings)
         out = []
@@ -370,11 +373,14 @@ class SharePartitionManager:
                    responses=[{"topic_id": t, "partitions": ps} for t, ps in topics.items()],
                    node_endpoints=self.replica.node_endpoints(leaders, listener))
 
-    async def _acknowledge_all(self, member_id: str, group_id: str, topics: Iterable[Any], version: int, renew: bool,
-                               settings: ShareGroupSettings, leaders: set[int], listener: str | None,
-                               answers: dict[tuple[uuid.UUID, int], dict[str, Any]]) -> dict[tuple[uuid.UUID, int], int]:
-        """Every partition's acknowledgements, each answered once written: partition -> error code."""
-        pending: list[tuple[tuple[uuid.UUID, int], Any]] = []
+    def _apply_acknowledgements(self, member_id: str, group_id: str, topics: Iterable[Any], version: int,
+                                renew: bool, settings: ShareGroupSettings, leaders: set[int],
+                                answers: dict[tuple[uuid.UUID, int], dict[str, Any]]
+                                ) -> tuple[dict[tuple[uuid.UUID, int], int],
+                                           list[tuple[tuple[uuid.UUID, int], asyncio.Future[int]]]]:
+        """Apply every partition's acknowledgements: the error codes of those answered already (partition ->
+        code), and the state writes the others wait for (see :meth:`_written`)."""
+        pending: list[tuple[tuple[uuid.UUID, int], asyncio.Future[int]]] = []
         codes: dict[tuple[uuid.UUID, int], int] = {}
         for t in topics:
             for p in t.partitions:
@@ -396,10 +402,18 @@ class SharePartitionManager:
                 if sp is None or partition is None or sp.leader_epoch != partition.leader_epoch:
                     codes[tp] = E.INVALID_RECORD_STATE  # nothing of this share-partition is acquired here
                     continue
-                pending.append((tp, self._acknowledge(sp, member_id, parsed, settings)))
-        for tp, waiting in pending:
-            codes[tp] = await waiting if not isinstance(waiting, int) else waiting
-        return codes
+                waiting = self._acknowledge(sp, member_id, parsed, settings)
+                codes[tp] = waiting if isinstance(waiting, int) else E.NONE  # in request order
+                if not isinstance(waiting, int):
+                    pending.append((tp, waiting))
+        return codes, pending
+
+    @staticmethod
+    async def _written(codes: dict[tuple[uuid.UUID, int], int],
+                       writes: list[tuple[tuple[uuid.UUID, int], asyncio.Future[int]]]) -> None:
+        """Wait for the acknowledgements' state writes: each partition's code is its write's outcome."""
+        for tp, waiting in writes:
+            codes[tp] = await waiting
 
     def _acknowledge(self, sp: SharePartition, member_id: str, batches: list[AckBatch],
                      settings: ShareGroupSettings) -> int | asyncio.Future[int]:

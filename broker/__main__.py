@@ -5,6 +5,7 @@ the cluster (exit ``EXIT_CLUSTER_FAILURE`` = 69, EX_UNAVAILABLE); 1 when it cann
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
@@ -34,12 +35,31 @@ def _settle_gc() -> None:
     gc.set_threshold(_GC_YOUNG_THRESHOLD, older, oldest)
 
 
+async def _started(core: BrokerCore, stop: asyncio.Event) -> bool:
+    """Start the broker; False when SIGTERM/SIGINT came first.  Starting may wait a long time (the metadata
+    store unreachable: retried for a minute; a large log to recover), and a signal meanwhile stops it at
+    once — the start is cancelled, which undoes what it had done."""
+    starting = asyncio.ensure_future(core.start())
+    signalled = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([starting, signalled], return_when=asyncio.FIRST_COMPLETED)
+    signalled.cancel()
+    if starting.done():
+        starting.result()  # a failed start raises here
+        return True
+    starting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await starting
+    return False
+
+
 async def _serve(core: BrokerCore) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await core.start()
+    if not await _started(core, stop):
+        logging.getLogger("kbroker").info("stopped while starting")
+        return 0
     _settle_gc()
     waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(core.wait_stopped())]
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)

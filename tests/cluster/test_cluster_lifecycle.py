@@ -98,3 +98,30 @@ def test_a_broker_whose_node_id_was_taken_while_it_was_away_stops_with_an_error(
     victim._close_log()
     assert code == 69, victim.log_tail()
     assert "node id 3 was taken by another broker" in victim.log_tail()
+
+
+def test_sigterm_stops_a_broker_still_waiting_for_the_metadata_store(tmp_path: Path) -> None:
+    """Starting waits up to a minute for an unreachable metadata store; SIGTERM meanwhile stops it at once
+    (exit 0), as an orchestrator stopping a broker that never came up expects."""
+    import subprocess
+    import sys
+
+    from broker.testing.harness import free_port
+
+    log_path = tmp_path / "broker.log"
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "broker", "--node-id", "1", "--host", "127.0.0.1", "--port", str(free_port()),
+             "--data-dir", str(tmp_path / "data"), "--cluster", f"etcd://127.0.0.1:{free_port()}",
+             "--metrics-port", "0", "--console-port", "none"],
+            stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: b"retrying" in log_path.read_bytes(), "the broker to wait for the metadata store")
+        proc.send_signal(signal.SIGTERM)
+        # the store is retried for 60 s: well before then, the broker is gone
+        assert proc.wait(timeout=30) == 0, log_path.read_text()
+        assert "stopped while starting" in log_path.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -90,7 +90,7 @@ def measured(pid: int, run: Callable[[], tuple[int, float, int, float]], profile
     into that file, collapsed stacks)."""
     spy = None
     if profile:
-        spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
+        spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "1000",
                                 "--output", profile, *(["--native"] if native else [])], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # attached
     before, mine = cpu_s(pid), time.process_time()

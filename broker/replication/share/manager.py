@@ -194,6 +194,7 @@ class SharePartitionManager:
         ack_codes, writes = self._apply_acknowledgements(member_id, group_id, req.topics, version, renew, settings,
                                                          leaders, answers)
         if epoch == FINAL_EPOCH:
+            await self._written(ack_codes, writes)  # what failed to be written is released with the rest
             self._end_session(session, settings)
         elif not renew:
             await self._fetch(session, req, settings, answers, leaders, listener)
@@ -412,7 +413,8 @@ class SharePartitionManager:
     async def _written(codes: dict[tuple[uuid.UUID, int], int],
                        writes: list[tuple[tuple[uuid.UUID, int], asyncio.Future[int]]]) -> None:
         """Wait for the acknowledgements' state writes: each partition's code is its write's outcome."""
-        for tp, waiting in writes:
+        while writes:
+            tp, waiting = writes.pop(0)
             codes[tp] = await waiting
 
     def _acknowledge(self, sp: SharePartition, member_id: str, batches: list[AckBatch],

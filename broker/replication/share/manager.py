@@ -412,7 +412,8 @@ class SharePartitionManager:
     @staticmethod
     async def _written(codes: dict[tuple[uuid.UUID, int], int],
                        writes: list[tuple[tuple[uuid.UUID, int], asyncio.Future[int]]]) -> None:
-        """Wait for the acknowledgements' state writes: each partition's code is its write's outcome."""
+        """Wait for the acknowledgements' state writes (taking them off ``writes``: a second call has none to wait
+        for): each partition's code is its write's outcome."""
         while writes:
             tp, waiting = writes.pop(0)
             codes[tp] = await waiting

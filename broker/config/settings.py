@@ -244,6 +244,11 @@ class BrokerConfig:
                                               "name.")
     num_partitions: int = setting(1, INT, TOP, "Partitions of created topics that do not say (auto-created ones "
                                   "too).")
+    max_partitions_per_request: int = setting(
+        10_000, INT, TOP, "The most partitions one CreateTopics or CreatePartitions request may create, over all of "
+        "its topics (Kafka's controller takes at most 10,000 in one metadata batch); a request asking for more is "
+        "refused whole, POLICY_VIOLATION for each of its topics. Each partition holds open files and memory.",
+        validator=at_least(1))
     delete_topic_enable: bool = setting(True, BOOLEAN, TOP, "DeleteTopics deletes; false: it is refused with "
                                         "TOPIC_DELETION_DISABLED.")
     message_max_bytes: int = setting(1_048_588, INT, LOG, "The largest record batch a topic takes, as produced and "

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.admin.topics import TopicError
+from broker.handlers.create_topics import too_many_partitions
 from broker.handlers.registry import Reply, handles
 from protocol.api import ApiKey
+from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 
 if TYPE_CHECKING:
@@ -16,6 +18,15 @@ if TYPE_CHECKING:
 
 @handles(ApiKey.CREATE_PARTITIONS, versions=(0, 3))
 async def create_partitions(s: Services, ctx: RequestContext, req: Obj) -> Reply:
+    added = 0
+    for t in req.topics:
+        topic = s.metadata.image.topic(t.name)
+        if topic is not None:
+            added += max(0, t.count - topic.partition_count)
+    if added > s.config.max_partitions_per_request:
+        return Obj(throttle_time_ms=0, results=[
+            {"name": t.name, "error_code": ErrorCode.POLICY_VIOLATION,
+             "error_message": too_many_partitions(added, s)} for t in req.topics])
     results = []
     for t in req.topics:
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}

@@ -23,8 +23,20 @@ E = ErrorCode
 @handles(ApiKey.CREATE_TOPICS, versions=(2, 7))
 async def create_topics(s: Services, ctx: RequestContext, req: Obj) -> Reply:
     timeout_s = max(0, req.timeout_ms) / 1000
+    asked = sum(len(t.assignments) if t.assignments else
+                max(0, s.config.num_partitions if t.num_partitions == -1 else t.num_partitions) for t in req.topics)
+    if asked > s.config.max_partitions_per_request:
+        return Obj(throttle_time_ms=0, topics=[
+            {"name": t.name, "num_partitions": -1, "replication_factor": -1, "configs": None,
+             "error_code": E.POLICY_VIOLATION, "error_message": too_many_partitions(asked, s)} for t in req.topics])
     results = [await _create_one(s, t, req.validate_only, timeout_s) for t in req.topics]
     return Obj(throttle_time_ms=0, topics=results)
+
+
+def too_many_partitions(asked: int, s: Services) -> str:
+    """The POLICY_VIOLATION message of a request creating more than ``max.partitions.per.request`` partitions."""
+    return (f"Excessively large number of partitions per request: {asked} asked, at most "
+            f"{s.config.max_partitions_per_request} (max.partitions.per.request).")
 
 
 async def _create_one(s: Services, t: Obj, validate_only: bool, timeout_s: float) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from broker.security.acl import ResourceType
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
+from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -44,6 +45,13 @@ def metadata(s: Services, ctx: RequestContext, req: Obj) -> Reply | Awaitable[Re
         if session is not None:  # listing all: leave out what the principal may not describe
             names = [n for n in names if s.authz.visible_topic(session, n)]
         auto_create = False
+    elif version < 12 and any(t.get("name") is None or t.get("topic_id") not in (None, ZERO_UUID)
+                              for t in requested):
+        # v10-11 carry a topic id and a nullable name, but no broker ever served them: Kafka refuses
+        # such a request as invalid, every topic named as asked (a null name as "")
+        return Obj(throttle_time_ms=0, brokers=[], cluster_id=None, controller_id=-1, topics=[
+            {"error_code": E.INVALID_REQUEST, "name": t.get("name") or "", "topic_id": t.get("topic_id"),
+             "is_internal": False, "partitions": []} for t in requested])
     else:
         names = []
         for t in requested:

@@ -294,6 +294,27 @@ def test_corrupt_batch_with_acks_0_closes_connection(broker, topic) -> None:
         assert c.list_offset(topic, 1, LATEST).offset == latest
 
 
+# -- Metadata by topic id before v12 ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [10, 11])
+@pytest.mark.parametrize("by", ["id", "null name"])
+def test_metadata_by_topic_id_before_v12_gets_invalid_request(broker, topic, version, by) -> None:
+    """v10-11 have a topic id and a nullable name that no broker serves: INVALID_REQUEST for each topic (a
+    null name answered as ""), as Kafka answers, and the connection stays open."""
+    import uuid
+
+    entry = {"name": topic, "topic_id": uuid.uuid4()} if by == "id" else {"name": None, "topic_id": None}
+    with broker.raw() as c:
+        resp = c.request(ApiKey.METADATA, version, {"topics": [entry, {"name": topic, "topic_id": None}],
+                                                    "allow_auto_topic_creation": False,
+                                                    "include_topic_authorized_operations": False})
+        assert [(t.name, t.error_code) for t in resp.topics] == [
+            (topic if by == "id" else "", E.INVALID_REQUEST), (topic, E.INVALID_REQUEST)]
+        # the same connection still answers
+        assert c.list_offset(topic, 0, LATEST).error_code == 0
+
+
 # -- unknown topics and partitions ----------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ import random
 import socket
 import struct
 import time
+import uuid
 
 import pytest
 from e2e_helpers import RawClient, fetch, peer_closed, read_frame
@@ -29,6 +30,7 @@ from e2e_helpers import RawClient, fetch, peer_closed, read_frame
 from protocol.api import APIS, ApiKey, decode_response, encode_request
 from protocol.error_codes import ErrorCode as E
 from protocol.records import encode_batch
+from protocol.schema import in_range
 
 LATEST, EARLIEST = -1, -2
 
@@ -469,3 +471,125 @@ def test_raw_client_helper_matches_real_response(broker, topic) -> None:
     """Guard for the helpers above: a normal request on a raw socket works end to end."""
     with RawClient(broker.host, broker.port) as c:
         assert c.list_offset(topic, 0, EARLIEST).offset == 0
+
+
+# -- well-formed requests with odd values, every API ---------------------------------------------
+
+_ODD_TOPICS = ["hostile-odd-a", "hostile-odd-a", "hostile-odd-b", "__consumer_offsets", "__share_group_state", "",
+               "hostile-odd-nope", "o" * 300]
+_ODD_GROUPS = ["hostile-odd-g", "hostile-odd-g", "hostile-odd-sg", "", "x" * 300]
+
+
+class _OddValues:
+    """Request bodies that parse — every field of the API's schema at that version, with the values a broken or
+    hostile client could send: extremes of each integer, empty and over-long names, internal topics, unknown
+    and known topic ids, random bytes, small record batches."""
+
+    def __init__(self, rng: random.Random, topic_ids: list[object]) -> None:
+        self.rng = rng
+        self.topic_ids = topic_ids
+
+    def body(self, key: int, version: int) -> dict[str, object]:
+        return {f.name: self._field(f, version, 0) for f in APIS[key].request.fields if in_range(f.versions, version)}
+
+    def _field(self, f: object, version: int, depth: int) -> object:
+        rng = self.rng
+        if f.is_array:  # type: ignore[attr-defined]
+            if in_range(f.nullable, version) and rng.random() < 0.1:  # type: ignore[attr-defined]
+                return None
+            return [self._one(f, version, depth + 1, element=True)
+                    for _ in range(rng.choice([0, 1, 1, 2, 3]) if depth < 3 else 0)]
+        return self._one(f, version, depth)
+
+    def _one(self, f: object, version: int, depth: int, *, element: bool = False) -> object:
+        rng = self.rng
+        if f.fields:  # type: ignore[attr-defined]
+            return {sub.name: self._field(sub, version, depth) for sub in f.fields  # type: ignore[attr-defined]
+                    if in_range(sub.versions, version)}
+        if not element and in_range(f.nullable, version) and rng.random() < 0.1:  # type: ignore[attr-defined]
+            return None
+        kind, name = f.element, f.name.lower()  # type: ignore[attr-defined]
+        if kind == "string":
+            if "topic" in name or name == "name":
+                return rng.choice(_ODD_TOPICS)
+            if "group" in name:
+                return rng.choice(_ODD_GROUPS)
+            return rng.choice(["", "x", "m1", str(uuid.uuid4()), "cleanup.policy", "retention.ms", "User:alice", "*"])
+        bits = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint16": 16, "uint32": 32}.get(kind)
+        if bits is not None:
+            signed = not kind.startswith("u")
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+            roll = rng.random()
+            if roll < 0.3:
+                return rng.choice([0, 1, 2] + ([-1] if signed else []))
+            if roll < 0.5:
+                return rng.choice([lo, hi])
+            return rng.randint(max(lo, -1000), min(hi, 100_000)) if roll < 0.8 else rng.randint(lo, hi)
+        if kind == "float64":
+            return rng.choice([0.0, 1.5, -1.0, 1e308])
+        if kind == "bool":
+            return rng.random() < 0.5
+        if kind == "uuid":
+            return rng.choice([*self.topic_ids, uuid.UUID(int=0), uuid.uuid4()])
+        if kind == "bytes":
+            return rng.randbytes(rng.randint(0, 20))
+        if kind == "records":
+            return None if rng.random() < 0.2 else _records(rng.randint(1, 3), "odd")
+        raise AssertionError(f"no value for {kind}")
+
+
+@pytest.mark.slow
+def test_well_formed_requests_with_odd_values_for_every_api(broker) -> None:
+    """Every API the broker serves, at every version, with bodies that parse but carry odd values: each is
+    answered (its connection closed only for an acks=0 Produce that cannot be written, as Kafka does) — no
+    handler raises, the process keeps serving, and what it stored still reads back."""
+    import importlib
+
+    from broker.handlers.registry import HANDLERS
+
+    importlib.import_module("broker.handlers.all")  # registers every handler
+
+    with broker.raw() as c:
+        for name in ("hostile-odd-a", "hostile-odd-b"):
+            assert c.create_topic(name, 2) in (0, E.TOPIC_ALREADY_EXISTS)
+        md = c.request(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                             "include_topic_authorized_operations": False})
+    rng = random.Random(20261126)
+    odd = _OddValues(rng, [t.topic_id for t in md.topics])
+    routes = [(key, v) for key, h in sorted(HANDLERS.items()) for v in range(h.min_version, h.max_version + 1)
+              if key not in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)]
+    conns: list[socket.socket | None] = [None] * 4
+    answered = 0
+    closed_after: set[str] = set()
+    try:
+        for i in range(1500):
+            key, version = routes[i % len(routes)] if i < len(routes) else rng.choice(routes)
+            frame = encode_request(key, version, i + 1, "odd", odd.body(key, version))
+            j = rng.randrange(len(conns))
+            sock = conns[j] or socket.create_connection((broker.host, broker.port), timeout=2)
+            conns[j] = sock
+            try:
+                sock.sendall(frame)
+                read_frame(sock)
+                answered += 1
+            except TimeoutError:  # a long poll, or an acks=0 Produce (no answer)
+                sock.close()
+                conns[j] = None
+            except (OSError, ConnectionError, AssertionError):  # the broker closed the connection
+                sock.close()
+                conns[j] = None
+                closed_after.add(ApiKey(key).name)
+            if i % 100 == 99:
+                assert broker.alive(), f"broker died after {i + 1} requests:\n{broker.log_tail()}"
+    finally:
+        for sock in conns:
+            if sock is not None:
+                sock.close()
+    assert answered > 1000
+    # a connection is closed only where Kafka closes it: a Produce with acks=0 that cannot be written
+    assert closed_after <= {"PRODUCE"}, closed_after
+    _assert_serving(broker)
+    with broker.raw() as c:
+        assert c.list_offset("hostile-odd-a", 0, LATEST).error_code in (0, E.UNKNOWN_TOPIC_OR_PARTITION)
+    failures = [line for line in broker.log_tail(1_000_000).splitlines() if "request handler failed" in line]
+    assert not failures, "handlers raised on well-formed requests:\n" + "\n".join(failures[:10])

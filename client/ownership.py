@@ -37,8 +37,8 @@ class Ownership:
         """The client started on this thread's event loop: only this thread may use it."""
         self.loop_thread = threading.get_ident()
 
-    @contextlib.contextmanager
-    def __call__(self) -> Iterator[None]:
+    def _caller(self) -> tuple[int, Any]:
+        """The calling (thread, task), when it may use the client now (ConcurrentAccessError if not)."""
         me_thread = threading.get_ident()
         if self.loop_thread is not None and me_thread != self.loop_thread:
             raise ConcurrentAccessError(
@@ -51,6 +51,20 @@ class Ownership:
         me = (me_thread, task)
         if self._owner is not None and self._owner != me:
             raise ConcurrentAccessError(f"{self.what} is in use by {self._owner[1]!r}; concurrent use is not allowed")
+        return me
+
+    def check(self) -> None:
+        """What ``with self():`` checks, for a call that never awaits (no other task runs during it, so it
+        need not hold the ownership): cheaper, for calls made once per record."""
+        if self._owner is None:
+            if self.loop_thread is not None and threading.get_ident() != self.loop_thread:
+                self._caller()  # raises
+            return
+        self._caller()
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        me = self._caller()
         self._owner = me
         self._depth += 1
         try:

@@ -25,20 +25,19 @@ class Ownership:
     def __init__(self, what: str) -> None:
         self.what = what
         self.loop_thread: int | None = None
-        self._owner: tuple[int, Any] | None = None
+        #: the (thread, task) inside a call now, or None
+        self.owner: tuple[int, Any] | None = None
         self._depth = 0
-
-    @property
-    def owner(self) -> tuple[int, Any] | None:
-        """The (thread, task) inside a call now, or None."""
-        return self._owner
 
     def bind(self) -> None:
         """The client started on this thread's event loop: only this thread may use it."""
         self.loop_thread = threading.get_ident()
 
-    def _caller(self) -> tuple[int, Any]:
-        """The calling (thread, task), when it may use the client now (ConcurrentAccessError if not)."""
+    def check(self) -> tuple[int, Any]:
+        """The calling (thread, task), when it may use the client now (ConcurrentAccessError if not).  Alone
+        (not ``with self():``), for a call that never awaits: no other task runs during it, so it need not
+        hold the ownership.  A call made once per record may skip even this when ``owner is None and
+        threading.get_ident() == loop_thread`` (nothing to check then)."""
         me_thread = threading.get_ident()
         if self.loop_thread is not None and me_thread != self.loop_thread:
             raise ConcurrentAccessError(
@@ -49,27 +48,17 @@ class Ownership:
         except RuntimeError:
             task = None
         me = (me_thread, task)
-        if self._owner is not None and self._owner != me:
-            raise ConcurrentAccessError(f"{self.what} is in use by {self._owner[1]!r}; concurrent use is not allowed")
+        if self.owner is not None and self.owner != me:
+            raise ConcurrentAccessError(f"{self.what} is in use by {self.owner[1]!r}; concurrent use is not allowed")
         return me
-
-    def check(self) -> None:
-        """What ``with self():`` checks, for a call that never awaits (no other task runs during it, so it
-        need not hold the ownership): cheaper, for calls made once per record."""
-        if self._owner is None:
-            if self.loop_thread is not None and threading.get_ident() != self.loop_thread:
-                self._caller()  # raises
-            return
-        self._caller()
 
     @contextlib.contextmanager
     def __call__(self) -> Iterator[None]:
-        me = self._caller()
-        self._owner = me
+        self.owner = self.check()
         self._depth += 1
         try:
             yield
         finally:
             self._depth -= 1
             if self._depth == 0:
-                self._owner = None
+                self.owner = None

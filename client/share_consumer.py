@@ -45,6 +45,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from threading import get_ident
 from typing import Any
 
 from client.config import ConsumerConfig, build_config
@@ -66,13 +67,19 @@ DEFAULT_MAX_RECORDS = 500
 _RENEW = AcknowledgeType.RENEW
 
 
+def _not_held(record: Record) -> IllegalStateError:
+    return IllegalStateError(f"{record.topic}-{record.partition}@{record.offset} is not a record this share "
+                             "consumer delivered and has not acknowledged")
+
+
 class _Held:
     """The offsets of one partition's records handed out and not acknowledged yet, and of those renewed."""
 
-    __slots__ = ("delivered", "renewed", "tp")
+    __slots__ = ("delivered", "partition", "renewed", "topic", "tp")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
+        self.topic, self.partition = tp
         self.delivered: set[int] = set()
         self.renewed: set[int] = set()
 
@@ -104,6 +111,8 @@ class ShareConsumer:
         #: per partition (looked up with a plain ``(topic, partition)`` tuple, which a TopicPartition
         #: equals), the records handed out and not acknowledged yet, and those renewed (acknowledged later)
         self._held: dict[tuple[str, int], _Held] = {}
+        #: the one last acknowledged from (a batch's records come a partition at a time)
+        self._last_held: _Held | None = None
         self._acks = Acknowledgements()
         #: ``with self._owned():`` around every call: one thread and task at a time
         self._owned = Ownership("ShareConsumer")
@@ -216,7 +225,9 @@ class ShareConsumer:
         """Acknowledge a record of the last :meth:`getmany` (explicit mode): sent with the next fetch
         from its partition, or by :meth:`commit`.  RENEW keeps the record locked to this member (its lock
         starts again once sent) and it is to be acknowledged again later."""
-        self._owned.check()  # never awaits: no need to hold the ownership, only to be allowed it
+        owned = self._owned  # never awaits: no need to hold the ownership, only to be allowed it
+        if owned.owner is not None or get_ident() != owned.loop_thread:
+            owned.check()
         if self._closed or self._fetcher is None:
             self._check()
         if self.acknowledgement_mode != "explicit":
@@ -225,14 +236,18 @@ class ShareConsumer:
         if type(ack_type) is not AcknowledgeType:
             ack_type = AcknowledgeType(ack_type)
         offset = record.offset
-        held = self._held.get((record.topic, record.partition))
-        if held is not None and offset in held.delivered:
+        held = self._last_held
+        if held is None or held.partition != record.partition or held.topic != record.topic:
+            held = self._held.get((record.topic, record.partition))
+            if held is None:
+                raise _not_held(record)
+            self._last_held = held
+        try:
             held.delivered.remove(offset)
-        elif held is not None and offset in held.renewed:
+        except KeyError:
+            if offset not in held.renewed:
+                raise _not_held(record) from None
             held.renewed.remove(offset)
-        else:
-            raise IllegalStateError(f"{record.topic}-{record.partition}@{offset} is not a record this "
-                                    "share consumer delivered and has not acknowledged")
         if ack_type is _RENEW:
             held.renewed.add(offset)
         self._acks.add(held.tp, offset, ack_type)

@@ -175,6 +175,9 @@ class Acknowledgements:
 
     def __init__(self) -> None:
         self.pending: dict[TopicPartition, AckRanges] = {}
+        #: the partition (that very object) last added to, and its pending ranges: acknowledgements come
+        #: a partition's batch at a time, and a dict lookup by TopicPartition costs as much as the rest
+        self._last: tuple[TopicPartition | None, AckRanges] = (None, AckRanges())
 
     def __bool__(self) -> bool:
         return bool(self.pending)
@@ -184,10 +187,18 @@ class Acknowledgements:
         ranges = self.pending.get(tp)
         if ranges is None:
             ranges = self.pending[tp] = AckRanges()
+        self._last = (tp, ranges)
         return ranges
 
     def add(self, tp: TopicPartition, offset: int, ack_type: int) -> None:
-        self.ranges(tp).add(offset, ack_type)
+        last_tp, ranges = self._last
+        if last_tp is not tp:
+            ranges = self.ranges(tp)
+        runs = ranges.runs
+        if runs and (last := runs[-1])[1] + 1 == offset and last[2] == ack_type:
+            last[1] = offset  # the next offset, of the last run's type: AckRanges.add's common case, inline
+        else:
+            ranges.add(offset, ack_type)
 
     def add_range(self, tp: TopicPartition, first: int, last: int, ack_type: int) -> None:
         self.ranges(tp).add_range(first, last, ack_type)
@@ -197,6 +208,7 @@ class Acknowledgements:
 
     def take(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, AckRanges]:
         """The acknowledgements of ``tps``, no longer pending."""
+        self._last = (None, self._last[1])
         return {tp: ranges for tp in tps if (ranges := self.pending.pop(tp, None))}
 
 

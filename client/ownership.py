@@ -3,7 +3,9 @@
 :class:`Ownership` is what :class:`~client.consumer.Consumer` and :class:`~client.share_consumer.ShareConsumer`
 wrap each call in (``with self._owned(): ...``): a call from another thread than the event loop's it
 was started on, or from a second task while a call is in progress, raises
-:class:`~client.errors.ConcurrentAccessError`.  Calls may nest within one task.
+:class:`~client.errors.ConcurrentAccessError`.  Calls may nest within one task.  A call that never
+awaits (``ShareConsumer.acknowledge``, once per record) only checks (:meth:`Ownership.check`): no other
+task can run while it does, so it need not hold the ownership.
 """
 
 from __future__ import annotations

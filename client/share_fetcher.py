@@ -117,8 +117,8 @@ class AckRanges:
             self._put(offset, ack_type)
 
     def _put(self, offset: int, ack_type: int) -> None:
-        """``offset`` at or before the last run's end: into the run holding it (split when its type
-        differs) or between two runs, merged with its neighbours of the same type."""
+        """``offset`` anywhere: into the run holding it (split when its type differs) or between two runs,
+        merged with its neighbours of the same type."""
         runs = self.runs
         i = bisect_right(runs, offset, key=_first) - 1  # the run starting at or before it
         if i >= 0 and runs[i][1] >= offset:

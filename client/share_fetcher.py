@@ -382,8 +382,12 @@ class ShareFetcher:
             raise KafkaError(E.CORRUPT_MESSAGE, f"{tp}: {exc}") from None
         out: list[Record] = []
         i = 0
+        done = acquired[0].first_offset - 1  # the last offset taken (ranges overlapping it: only what is past it)
         for a in acquired:
-            first, last = a.first_offset, a.last_offset
+            first, last = max(a.first_offset, done + 1), a.last_offset
+            if first > last:
+                continue
+            done = last
             i = bisect_left(rows, first, lo=i, key=record_offset)
             j = bisect_right(rows, last, lo=i, key=record_offset)
             taken = rows[i:j]

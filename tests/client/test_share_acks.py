@@ -167,6 +167,12 @@ def test_acquired_offsets_without_a_record_are_gaps() -> None:
     assert fetcher()._acquired(TP, answer([(0, 10)], [])) == []
 
 
+def test_overlapping_acquired_ranges_hand_out_each_record_once() -> None:
+    f = fetcher()
+    got = f._acquired(TP, answer([(0, 10)], [(0, 5, 1), (3, 8, 1), (4, 6, 1)]))
+    assert [r.offset for r in got] == list(range(9)) and not f.gaps
+
+
 def test_deserializers_apply_to_acquired_records() -> None:
     f = fetcher(value_deserializer=lambda v: v.decode().upper())
     got = f._acquired(TP, answer([(0, 4)], [(1, 2, 3)]))

@@ -313,7 +313,8 @@ class ShareFetcher:
         jobs += [self._acknowledge_node(node, acks.take(tps)) for node, tps in ack_nodes.items()]
         records: Acquired = []
         results: AckResults = {}
-        for got, acked in await asyncio.gather(*jobs):
+        # one broker (the usual case): awaited as it is, without a task of its own and the loop turn it costs
+        for got, acked in [await jobs[0]] if len(jobs) == 1 else await asyncio.gather(*jobs):
             records += got
             results.update(acked)
         return records, results

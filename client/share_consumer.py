@@ -44,6 +44,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
+from threading import get_ident
 from typing import Any
 
 from client.config import ConsumerConfig, build_config
@@ -51,7 +53,7 @@ from client.coordinator import ShareGroupCoordinator
 from client.errors import ConfigError, IllegalStateError, KafkaError
 from client.net import NetworkClient
 from client.ownership import Ownership
-from client.share_fetcher import Acknowledgements, AcknowledgeType, AckResults, ShareFetcher
+from client.share_fetcher import Acknowledgements, AcknowledgeType, AckResults, ShareFetcher, record_offset
 from client.types import Record, TopicPartition
 from protocol.timer_service import WheelTimer
 
@@ -62,6 +64,24 @@ _log = logging.getLogger(__name__)
 ACKNOWLEDGEMENT_MODES = ("implicit", "explicit")
 #: records one fetch acquires when ``max_poll_records`` is not set (Kafka's ``max.poll.records``)
 DEFAULT_MAX_RECORDS = 500
+_RENEW = AcknowledgeType.RENEW
+
+
+def _not_held(record: Record) -> IllegalStateError:
+    return IllegalStateError(f"{record.topic}-{record.partition}@{record.offset} is not a record this share "
+                             "consumer delivered and has not acknowledged")
+
+
+class _Held:
+    """The offsets of one partition's records handed out and not acknowledged yet, and of those renewed."""
+
+    __slots__ = ("delivered", "partition", "renewed", "topic", "tp")
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self.topic, self.partition = tp
+        self.delivered: set[int] = set()
+        self.renewed: set[int] = set()
 
 
 class ShareConsumer:
@@ -84,11 +104,15 @@ class ShareConsumer:
         self._timers: WheelTimer | None = None
         self._coordinator: ShareGroupCoordinator | None = None
         self._fetcher: ShareFetcher | None = None
-        #: records acquired but not handed out yet (a fetch acquired more than ``max_records``)
-        self._buffer: list[Record] = []
-        #: records handed out and not acknowledged yet, and those renewed (acknowledged later)
-        self._delivered: dict[tuple[TopicPartition, int], Record] = {}
-        self._renewed: dict[tuple[TopicPartition, int], Record] = {}
+        #: records acquired but not handed out yet (a fetch acquired more than ``max_records``), per
+        #: partition in the order fetched, and how many
+        self._buffer: deque[tuple[TopicPartition, list[Record]]] = deque()
+        self._buffered = 0
+        #: per partition (looked up with a plain ``(topic, partition)`` tuple, which a TopicPartition
+        #: equals), the records handed out and not acknowledged yet, and those renewed (acknowledged later)
+        self._held: dict[tuple[str, int], _Held] = {}
+        #: the one last acknowledged from (a batch's records come a partition at a time)
+        self._last_held: _Held | None = None
         self._acks = Acknowledgements()
         #: ``with self._owned():`` around every call: one thread and task at a time
         self._owned = Ownership("ShareConsumer")
@@ -185,7 +209,7 @@ class ShareConsumer:
         """How many records acquired for this member :meth:`getmany` has not handed out yet (a fetch acquires
         whole log batches, so it may bring more than ``max_records``); they are locked to this member and
         the next :meth:`getmany` hands them out (up to its ``max_records``) without fetching."""
-        return len(self._buffer)
+        return self._buffered
 
     async def _revoke(self, partitions: set[TopicPartition], lost: bool) -> None:
         self._assignment -= partitions
@@ -201,27 +225,51 @@ class ShareConsumer:
         """Acknowledge a record of the last :meth:`getmany` (explicit mode): sent with the next fetch
         from its partition, or by :meth:`commit`.  RENEW keeps the record locked to this member (its lock
         starts again once sent) and it is to be acknowledged again later."""
-        with self._owned():
+        owned = self._owned  # never awaits: no need to hold the ownership, only to be allowed it
+        if owned.owner is not None or get_ident() != owned.loop_thread:
+            owned.check()
+        if self._closed or self._fetcher is None:
             self._check()
-            if self.acknowledgement_mode != "explicit":
-                raise IllegalStateError('acknowledge() needs acknowledgement_mode="explicit" (implicit mode accepts '
-                                        'every record of a batch with the next getmany() or commit())')
+        if self.acknowledgement_mode != "explicit":
+            raise IllegalStateError('acknowledge() needs acknowledgement_mode="explicit" (implicit mode accepts '
+                                    'every record of a batch with the next getmany() or commit())')
+        if type(ack_type) is not AcknowledgeType:
             ack_type = AcknowledgeType(ack_type)
-            key = (TopicPartition(record.topic, record.partition), record.offset)
-            held = self._delivered.pop(key, None) or self._renewed.pop(key, None)
+        offset = record.offset
+        held = self._last_held
+        if held is None or held.partition != record.partition or held.topic != record.topic:
+            held = self._held.get((record.topic, record.partition))
             if held is None:
-                raise IllegalStateError(f"{key[0].topic}-{key[0].partition}@{record.offset} is not a record this "
-                                        "share consumer delivered and has not acknowledged")
-            if ack_type is AcknowledgeType.RENEW:
-                self._renewed[key] = held
-            self._acks.add(key[0], record.offset, int(ack_type))
+                raise _not_held(record)
+            self._last_held = held
+        try:
+            held.delivered.remove(offset)
+        except KeyError:
+            if offset not in held.renewed:
+                raise _not_held(record) from None
+            held.renewed.remove(offset)
+        if ack_type is _RENEW:
+            held.renewed.add(offset)
+        self._acks.add(held.tp, offset, ack_type)
+
+    def _unacknowledged(self) -> int:
+        return sum(len(held.delivered) for held in self._held.values())
 
     def _accept_delivered(self) -> None:
         """Implicit mode: the records handed out are accepted."""
-        if self.acknowledgement_mode == "implicit":
-            for tp, offset in self._delivered:
-                self._acks.add(tp, offset, int(AcknowledgeType.ACCEPT))
-            self._delivered.clear()
+        if self.acknowledgement_mode != "implicit":
+            return
+        for held in self._held.values():
+            if not held.delivered:
+                continue
+            offsets = sorted(held.delivered)
+            ranges = self._acks.ranges(held.tp)
+            if offsets[-1] - offsets[0] + 1 == len(offsets):
+                ranges.add_range(offsets[0], offsets[-1], AcknowledgeType.ACCEPT)
+            else:
+                for offset in offsets:
+                    ranges.add(offset, AcknowledgeType.ACCEPT)
+            held.delivered.clear()
 
     async def commit(self) -> dict[TopicPartition, KafkaError | None]:
         """Send the pending acknowledgements now (implicit mode: the last batch's, accepted) and wait for
@@ -243,8 +291,8 @@ class ShareConsumer:
 
     async def _getmany(self, timeout_ms: int, max_records: int | None) -> dict[TopicPartition, list[Record]]:
         net, fetcher, coordinator = self._check()
-        if self._delivered and self.acknowledgement_mode == "explicit":
-            raise IllegalStateError(f"{len(self._delivered)} record(s) of the last batch are not acknowledged "
+        if self.acknowledgement_mode == "explicit" and (unacknowledged := self._unacknowledged()):
+            raise IllegalStateError(f"{unacknowledged} record(s) of the last batch are not acknowledged "
                                     '(acknowledgement_mode="explicit": acknowledge each before the next getmany)')
         self._accept_delivered()
         limit = max_records or self.config.max_poll_records or DEFAULT_MAX_RECORDS
@@ -262,7 +310,9 @@ class ShareConsumer:
                                                        max_wait_ms=min(remaining, self.config.fetch_max_wait_ms),
                                                        max_records=limit)
                 self._report(results)
-                self._buffer += records  # acquired for this member, whatever its assignment is now
+                for _, got in records:  # acquired for this member, whatever its assignment is now
+                    self._buffered += len(got)
+                self._buffer += records
                 if self._buffer:
                     return self._hand_out(limit)
             remaining = deadline - net.timers.now_ms()
@@ -278,12 +328,25 @@ class ShareConsumer:
                                            min(remaining, self.config.retry_backoff_ms * 5) / 1000)
 
     def _hand_out(self, limit: int) -> dict[TopicPartition, list[Record]]:
-        batch, self._buffer = self._buffer[:limit], self._buffer[limit:]
         out: dict[TopicPartition, list[Record]] = {}
-        for record in batch:
-            tp = TopicPartition(record.topic, record.partition)
-            out.setdefault(tp, []).append(record)
-            self._delivered[(tp, record.offset)] = record
+        buffer = self._buffer
+        while buffer and limit > 0:
+            tp, records = buffer[0]
+            if len(records) > limit:
+                buffer[0] = (tp, records[limit:])
+                records = records[:limit]
+            else:
+                buffer.popleft()
+            limit -= len(records)
+            self._buffered -= len(records)
+            if (got := out.get(tp)) is None:
+                out[tp] = records
+            else:
+                got += records
+            held = self._held.get(tp)
+            if held is None:
+                held = self._held[tp] = _Held(tp)
+            held.delivered.update(map(record_offset, records))
         return out
 
     def _report(self, results: AckResults) -> None:

@@ -10,9 +10,12 @@ carrying fail.  Requests of one session go one at a time (on the ``share`` conne
 
 Records come back in whole batches with the ranges acquired for this member and their delivery
 counts: only acquired offsets are handed out, each :class:`~client.types.Record` with its
-``delivery_count``; acquired offsets without a record (control batches, compacted away) are
-acknowledged as GAP.  Acknowledgements (:class:`Acknowledgements`) ride on the next ShareFetch to
-the partition's leader, or go in a ShareAcknowledge (a commit, or RENEW, which fetches nothing).
+``delivery_count`` (decoded by the record codec with that count, one acquired range at a time, not
+set record by record); acquired offsets without a record (control batches, compacted away) are
+acknowledged as GAP.  Acknowledgements (:class:`Acknowledgements`, per partition :class:`AckRanges`:
+runs of consecutive offsets with one type, extended as acknowledgements arrive) ride on the next
+ShareFetch to the partition's leader, or go in a ShareAcknowledge (a commit, or RENEW, which fetches
+nothing).
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import asyncio
 import contextlib
 import enum
 import logging
+import operator
 import uuid
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +41,7 @@ from protocol.messages.share_acknowledge import ShareAcknowledgeRequestData
 from protocol.messages.share_fetch import ShareFetchRequestData
 from protocol.records import CorruptRecordError, decode_rows
 
-__all__ = ["GAP", "AcknowledgeType", "Acknowledgements", "ShareFetcher"]
+__all__ = ["GAP", "AckRanges", "AcknowledgeType", "Acknowledgements", "ShareFetcher"]
 
 log = logging.getLogger(__name__)
 
@@ -62,45 +67,149 @@ class AcknowledgeType(enum.IntEnum):
     RENEW = 4
 
 
-class Acknowledgements:
-    """Acknowledgements waiting to be sent, per partition: offset -> acknowledge type."""
+_first = operator.itemgetter(0)
+#: a :class:`~client.types.Record`'s offset
+record_offset = operator.itemgetter(2)
+
+
+class AckRanges:
+    """The acknowledgements of one partition: runs ``[first, last, type]`` of consecutive offsets with
+    one acknowledge type, in offset order, disjoint, two adjacent runs never of the same type.  An
+    acknowledgement of the offset after the last run's extends it (or starts the next run); one out of
+    order is put in its place, and one of an offset already there replaces its type (RENEW, then ACCEPT
+    before it was sent: ACCEPT)."""
+
+    __slots__ = ("runs",)
 
     def __init__(self) -> None:
-        self.pending: dict[TopicPartition, dict[int, int]] = {}
+        self.runs: list[list[int]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.runs)
+
+    def __repr__(self) -> str:
+        return f"AckRanges({[tuple(r) for r in self.runs]})"
+
+    def add(self, offset: int, ack_type: int) -> None:
+        runs = self.runs
+        if runs:
+            last = runs[-1]
+            if offset > last[1]:
+                if offset == last[1] + 1 and last[2] == ack_type:
+                    last[1] = offset
+                else:
+                    runs.append([offset, offset, ack_type])
+            else:
+                self._put(offset, ack_type)
+        else:
+            runs.append([offset, offset, ack_type])
+
+    def add_range(self, first: int, last: int, ack_type: int) -> None:
+        """Offsets ``first`` to ``last`` (inclusive), all of ``ack_type``."""
+        runs = self.runs
+        if not runs or first > runs[-1][1]:
+            if runs and first == runs[-1][1] + 1 and runs[-1][2] == ack_type:
+                runs[-1][1] = last
+            else:
+                runs.append([first, last, ack_type])
+            return
+        for offset in range(first, last + 1):
+            self._put(offset, ack_type)
+
+    def _put(self, offset: int, ack_type: int) -> None:
+        """``offset`` anywhere: into the run holding it (split when its type differs) or between two runs,
+        merged with its neighbours of the same type."""
+        runs = self.runs
+        i = bisect_right(runs, offset, key=_first) - 1  # the run starting at or before it
+        if i >= 0 and runs[i][1] >= offset:
+            first, last, old = runs[i]
+            if old == ack_type:
+                return
+            pieces = [[offset, offset, ack_type]]
+            if first < offset:
+                pieces.insert(0, [first, offset - 1, old])
+            if offset < last:
+                pieces.append([offset + 1, last, old])
+            runs[i:i + 1] = pieces
+            i += first < offset
+        else:
+            i += 1
+            runs.insert(i, [offset, offset, ack_type])
+        if i + 1 < len(runs) and runs[i + 1][0] == offset + 1 and runs[i + 1][2] == ack_type:
+            runs[i][1] = runs[i + 1][1]
+            del runs[i + 1]
+        if i > 0 and runs[i - 1][1] == offset - 1 and runs[i - 1][2] == ack_type:
+            runs[i - 1][1] = runs[i][1]
+            del runs[i]
+
+    def has(self, ack_type: int) -> bool:
+        return any(run[2] == ack_type for run in self.runs)
+
+    def offsets(self) -> dict[int, int]:
+        """Every offset acknowledged and its type."""
+        return {offset: t for first, last, t in self.runs for offset in range(first, last + 1)}
+
+    def batches(self) -> list[dict[str, Any]]:
+        """Kafka's ``AcknowledgementBatches``: consecutive offsets in one batch, its types collapsed to
+        one when they are all the same."""
+        out: list[dict[str, Any]] = []
+        span: list[list[int]] = []
+
+        def close() -> None:
+            types = {int(t) for _, _, t in span}
+            out.append({"first_offset": span[0][0], "last_offset": span[-1][1], "acknowledge_types": [types.pop()]
+                        if len(types) == 1 else [int(t) for first, last, t in span for _ in range(first, last + 1)]})
+
+        for run in self.runs:
+            if span and run[0] != span[-1][1] + 1:
+                close()
+                span = []
+            span.append(run)
+        if span:
+            close()
+        return out
+
+
+class Acknowledgements:
+    """Acknowledgements waiting to be sent, per partition (:class:`AckRanges`)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[TopicPartition, AckRanges] = {}
+        #: the partition (that very object) last added to, and its pending ranges: acknowledgements come
+        #: a partition's batch at a time, and a dict lookup by TopicPartition costs as much as the rest
+        self._last: tuple[TopicPartition | None, AckRanges] = (None, AckRanges())
 
     def __bool__(self) -> bool:
         return bool(self.pending)
 
+    def ranges(self, tp: TopicPartition) -> AckRanges:
+        """The pending acknowledgements of ``tp`` (made empty when there are none), to add to."""
+        ranges = self.pending.get(tp)
+        if ranges is None:
+            ranges = self.pending[tp] = AckRanges()
+        self._last = (tp, ranges)
+        return ranges
+
     def add(self, tp: TopicPartition, offset: int, ack_type: int) -> None:
-        self.pending.setdefault(tp, {})[offset] = ack_type
+        last_tp, ranges = self._last
+        if last_tp is not tp:
+            ranges = self.ranges(tp)
+        runs = ranges.runs
+        if runs and (last := runs[-1])[1] + 1 == offset and last[2] == ack_type:
+            last[1] = offset  # the next offset, of the last run's type: AckRanges.add's common case, inline
+        else:
+            ranges.add(offset, ack_type)
+
+    def add_range(self, tp: TopicPartition, first: int, last: int, ack_type: int) -> None:
+        self.ranges(tp).add_range(first, last, ack_type)
 
     def has_renewals(self) -> bool:
-        return any(AcknowledgeType.RENEW in offsets.values() for offsets in self.pending.values())
+        return any(ranges.has(AcknowledgeType.RENEW) for ranges in self.pending.values())
 
-    def take(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:
+    def take(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, AckRanges]:
         """The acknowledgements of ``tps``, no longer pending."""
-        return {tp: offsets for tp in tps if (offsets := self.pending.pop(tp, None))}
-
-    @staticmethod
-    def batches(offsets: Mapping[int, int]) -> list[dict[str, Any]]:
-        """Kafka's ``AcknowledgementBatches``: consecutive offsets in one batch, its types collapsed to
-        one when they are all the same."""
-        out: list[dict[str, Any]] = []
-        run: list[tuple[int, int]] = []
-
-        def close() -> None:
-            types = [t for _, t in run]
-            out.append({"first_offset": run[0][0], "last_offset": run[-1][0],
-                        "acknowledge_types": types[:1] if len(set(types)) == 1 else types})
-
-        for offset in sorted(offsets):
-            if run and offset != run[-1][0] + 1:
-                close()
-                run = []
-            run.append((offset, offsets[offset]))
-        if run:
-            close()
-        return out
+        self._last = (None, self._last[1])
+        return {tp: ranges for tp in tps if (ranges := self.pending.pop(tp, None))}
 
 
 @dataclass
@@ -121,6 +230,8 @@ class _Session:
 
 #: per partition, the outcome of its acknowledgements (None: done)
 AckResults = dict[TopicPartition, KafkaError | None]
+#: the records a fetch acquired, per partition (a partition once)
+Acquired = list[tuple[TopicPartition, list[Record]]]
 
 
 class ShareFetcher:
@@ -145,9 +256,9 @@ class ShareFetcher:
         return trouble
 
     def _with_gaps(self, acks: Acknowledgements) -> Acknowledgements:
-        for tp, offsets in self.gaps.take(list(self.gaps.pending)).items():
-            for offset, ack_type in offsets.items():
-                acks.add(tp, offset, ack_type)
+        for tp, ranges in self.gaps.take(list(self.gaps.pending)).items():
+            for first, last, ack_type in ranges.runs:
+                acks.add_range(tp, first, last, ack_type)
         return acks
 
     def _session(self, node: int) -> _Session:
@@ -168,7 +279,7 @@ class ShareFetcher:
             by_node.setdefault(leader, []).append(tp)
         return by_node
 
-    def _topics(self, tps: Iterable[TopicPartition], acks: Mapping[TopicPartition, Mapping[int, int]]
+    def _topics(self, tps: Iterable[TopicPartition], acks: Mapping[TopicPartition, AckRanges]
                 ) -> list[dict[str, Any]]:
         by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for tp in sorted(set(tps) | set(acks)):
@@ -176,7 +287,7 @@ class ShareFetcher:
             if tid is None:
                 continue
             by_topic.setdefault(tid, []).append(
-                {"partition_index": tp.partition, "acknowledgement_batches": Acknowledgements.batches(acks.get(tp, {}))})
+                {"partition_index": tp.partition, "acknowledgement_batches": acks[tp].batches() if tp in acks else []})
         return [{"topic_id": tid, "partitions": parts} for tid, parts in by_topic.items()]
 
     def _forgotten(self, tps: Iterable[TopicPartition]) -> list[dict[str, Any]]:
@@ -190,25 +301,27 @@ class ShareFetcher:
     # -- fetching ----------------------------------------------------------------------------------
 
     async def fetch(self, assigned: set[TopicPartition], acks: Acknowledgements, *, max_wait_ms: int,
-                    max_records: int) -> tuple[list[Record], AckResults]:
+                    max_records: int) -> tuple[Acquired, AckResults]:
         """One ShareFetch to the leader of each assigned partition (at once), with the acknowledgements
         pending for its partitions; acknowledgements of partitions read elsewhere no more go in a
-        ShareAcknowledge.  The records acquired (in offset order per partition) and the outcome of the
+        ShareAcknowledge.  The records acquired, per partition (in offset order), and the outcome of the
         acknowledgements sent."""
         by_node = self._leaders(assigned)
         ack_nodes = self._leaders(self._with_gaps(acks).pending)
         jobs = [self._fetch_node(node, tps, acks.take(ack_nodes.pop(node, []) + tps), max_wait_ms, max_records)
                 for node, tps in by_node.items()]
         jobs += [self._acknowledge_node(node, acks.take(tps)) for node, tps in ack_nodes.items()]
-        records: list[Record] = []
+        records: Acquired = []
         results: AckResults = {}
-        for got, acked in await asyncio.gather(*jobs):
+        # one broker (the usual case): awaited as it is, without a task of its own and the loop turn it costs
+        for got, acked in [await jobs[0]] if len(jobs) == 1 else await asyncio.gather(*jobs):
             records += got
             results.update(acked)
         return records, results
 
-    async def _fetch_node(self, node: int, tps: list[TopicPartition], acks: dict[TopicPartition, dict[int, int]],
-                          max_wait_ms: int, max_records: int) -> tuple[list[Record], AckResults]:
+    async def _fetch_node(self, node: int, tps: list[TopicPartition], acks: dict[TopicPartition, AckRanges],
+                          max_wait_ms: int, max_records: int
+                          ) -> tuple[Acquired, AckResults]:
         session = self._session(node)
         async with session.lock:
             if session.epoch == 0 and acks:
@@ -234,7 +347,7 @@ class ShareFetcher:
             session.advance()
             session.partitions = set(tps)
             self.acquisition_lock_timeout_ms = resp.acquisition_lock_timeout_ms
-            records: list[Record] = []
+            records: Acquired = []
             results: AckResults = {}
             for t in resp.responses:
                 topic = self.net.metadata.topic_name(t.topic_id)
@@ -248,32 +361,50 @@ class ShareFetcher:
                     if p.error_code:
                         self._partition_error(tp, p.error_code)
                         continue
-                    records += self._acquired(tp, p)
+                    if got := self._acquired(tp, p):
+                        records.append((tp, got))
             for tp in acks.keys() - results.keys():
                 results[tp] = None  # no answer for it: nothing went wrong
             return records, results
 
     def _acquired(self, tp: TopicPartition, p: Any) -> list[Record]:
         """The records of ``p`` (a ShareFetch partition answer) acquired for us, with their delivery
-        counts; acquired offsets without a record are acknowledged as GAP with the next request."""
-        if not p.acquired_records:
+        counts; acquired offsets without a record are acknowledged as GAP with the next request.  The
+        records are decoded with the delivery count of the largest acquired range (usually the only
+        one) and taken a range at a time; those of a range with another count are made again with it."""
+        acquired = sorted(p.acquired_records or (), key=lambda a: a.first_offset)
+        if not acquired:
             return []
+        count = max(acquired, key=lambda a: a.last_offset - a.first_offset).delivery_count
         try:
-            rows = decode_rows(p.records, Record, tp.topic, tp.partition) if p.records else []
+            rows = decode_rows(p.records, Record, tp.topic, tp.partition, min_offset=acquired[0].first_offset,
+                               extras=(count,)) if p.records else []
         except CorruptRecordError as exc:
             raise KafkaError(E.CORRUPT_MESSAGE, f"{tp}: {exc}") from None
-        by_offset = {r.offset: r for r in rows}
         out: list[Record] = []
+        i = 0
+        done = acquired[0].first_offset - 1  # the last offset taken (ranges overlapping it: only what is past it)
+        for a in acquired:
+            first, last = max(a.first_offset, done + 1), a.last_offset
+            if first > last:
+                continue
+            done = last
+            i = bisect_left(rows, first, lo=i, key=record_offset)
+            j = bisect_right(rows, last, lo=i, key=record_offset)
+            taken = rows[i:j]
+            if j - i != last - first + 1:  # acquired offsets without a record
+                present = set(map(record_offset, taken))
+                gaps = self.gaps.ranges(tp)
+                for offset in range(first, last + 1):
+                    if offset not in present:
+                        gaps.add(offset, GAP)
+            if a.delivery_count != count:
+                taken = [r._replace(delivery_count=a.delivery_count) for r in taken]
+            out += taken
+            i = j
         kd, vd = self.config.key_deserializer, self.config.value_deserializer
-        for a in p.acquired_records:
-            for offset in range(a.first_offset, a.last_offset + 1):
-                row = by_offset.get(offset)
-                if row is None:
-                    self.gaps.add(tp, offset, GAP)
-                    continue
-                out.append(row._replace(delivery_count=a.delivery_count,
-                                        key=kd(row.key) if kd else row.key,
-                                        value=vd(row.value) if vd else row.value))
+        if kd or vd:
+            out = [r._replace(key=kd(r.key) if kd else r.key, value=vd(r.value) if vd else r.value) for r in out]
         return out
 
     def _partition_error(self, tp: TopicPartition, code: int) -> None:
@@ -304,13 +435,13 @@ class ShareFetcher:
             results.update(acked)
         return results
 
-    async def _acknowledge_node(self, node: int, acks: dict[TopicPartition, dict[int, int]], *,
-                                final: bool = False) -> tuple[list[Record], AckResults]:
+    async def _acknowledge_node(self, node: int, acks: dict[TopicPartition, AckRanges], *,
+                                final: bool = False) -> tuple[Acquired, AckResults]:
         session = self._session(node)
         async with session.lock:
             if session.epoch == 0:
                 return [], _failed(acks, E.SHARE_SESSION_NOT_FOUND, "ShareAcknowledge")
-            renew = any(AcknowledgeType.RENEW in offsets.values() for offsets in acks.values())
+            renew = any(ranges.has(AcknowledgeType.RENEW) for ranges in acks.values())
             body: ShareAcknowledgeRequestData = {
                 "group_id": self.group_id, "member_id": self.member_id,
                 "share_session_epoch": FINAL_EPOCH if final else session.epoch, "topics": self._topics((), acks)}

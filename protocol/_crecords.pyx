@@ -162,13 +162,21 @@ cdef const uint8_t* _records_range(Py_buffer* view, Py_ssize_t start, Py_ssize_t
 
 
 #: what this build of the codec can do; ``protocol.records`` ignores a build older than it expects
-#: (2: rows of a row type with defaulted fields after the eight, see :func:`decode_rows`)
-CODEC_VERSION = 2
+#: (2: rows of a row type with defaulted fields after the eight, see :func:`decode_rows`;
+#: 3: ``decode_rows(..., extras)``, the values of those fields given instead of their defaults)
+CODEC_VERSION = 3
 
 
-cdef tuple _row_defaults(row_type):
-    """The defaults of a ``NamedTuple`` row type's fields after the first eight (TypeError when one has none)."""
+cdef tuple _row_extras(row_type, extras):
+    """The values of a ``NamedTuple`` row type's fields after the first eight: ``extras`` (one for each
+    of them) or, when None, their defaults (TypeError when one has none, or ``extras`` does not fit)."""
     fields = getattr(row_type, "_fields", ())
+    if extras is not None:
+        extras = tuple(extras)
+        if len(extras) != max(0, len(fields) - 8):
+            raise TypeError(f"row_type has {max(0, len(fields) - 8)} fields after the eighth, "
+                            f"not the {len(extras)} extras given")
+        return extras
     if len(fields) <= 8:
         return ()
     defaults = getattr(row_type, "_field_defaults", {})
@@ -180,11 +188,11 @@ cdef tuple _row_defaults(row_type):
 
 def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
                 int64_t base_timestamp, log_append_time, int timestamp_type, int64_t min_offset,
-                row_type, topic, partition, list out):
+                row_type, topic, partition, list out, extras=None):
     """Append ``row_type(topic, partition, offset, timestamp, timestamp_type, key, value, headers)``
     for each of the ``count`` records in ``data[start:end]`` whose offset is >= ``min_offset``
     (``row_type`` is a tuple subclass, e.g. a ``NamedTuple`` with those eight fields, or with more
-    after them that have defaults: each row holds those defaults)."""
+    after them that have defaults: each row holds ``extras`` there, or when None those defaults)."""
     cdef Py_buffer view
     cdef const uint8_t* p
     cdef Py_ssize_t pos, record_end, kstart = 0, vstart = 0
@@ -195,8 +203,8 @@ def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_
     cdef PyTypeObject* kind = <PyTypeObject*>row_type
     if not isinstance(row_type, type) or not issubclass(row_type, tuple):
         raise TypeError("row_type must be a tuple subclass")
-    cdef tuple extras = _row_defaults(row_type)
-    cdef Py_ssize_t width = 8 + len(extras)
+    cdef tuple tail = _row_extras(row_type, extras)
+    cdef Py_ssize_t width = 8 + len(tail)
     cdef Py_ssize_t e
     if use_lat:
         lat = log_append_time
@@ -231,7 +239,7 @@ def decode_rows(data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t count, int64_
             _set(row, 6, PyBytes_FromStringAndSize(<const char*>p + vstart, vlen) if vlen >= 0 else None)
             _set(row, 7, headers)
             for e in range(width - 8):
-                _set(row, 8 + e, extras[e])
+                _set(row, 8 + e, tail[e])
             PyList_Append(out, row)
         if pos != end:
             raise _corrupt(f"{end - pos} unexpected bytes after the last record")

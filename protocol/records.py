@@ -1014,16 +1014,23 @@ def _batch_body(buf: BytesLike, pos: int, header: BatchHeader, max_decompressed_
 
 def _py_decode_rows(data: BytesLike, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
                     log_append_time: int | None, timestamp_type: int, min_offset: int, row_type: type,
-                    topic: object, partition: object, out: list[tuple[object, ...]]) -> None:
+                    topic: object, partition: object, out: list[tuple[object, ...]],
+                    extras: Sequence[object] | None = None) -> None:
     """Pure-Python twin of ``protocol._crecords.decode_rows``."""
     if not isinstance(row_type, type) or not issubclass(row_type, tuple):
         raise TypeError("row_type must be a tuple subclass")
     fields = getattr(row_type, "_fields", ())
-    defaults = getattr(row_type, "_field_defaults", {})
-    missing = [f for f in fields[8:] if f not in defaults]
-    if missing:
-        raise TypeError(f"row_type fields after the eighth need defaults: {missing}")
-    extras = tuple(defaults[f] for f in fields[8:])
+    if extras is not None:
+        extras = tuple(extras)
+        if len(extras) != max(0, len(fields) - 8):
+            raise TypeError(f"row_type has {max(0, len(fields) - 8)} fields after the eighth, "
+                            f"not the {len(extras)} extras given")
+    else:
+        defaults = getattr(row_type, "_field_defaults", {})
+        missing = [f for f in fields[8:] if f not in defaults]
+        if missing:
+            raise TypeError(f"row_type fields after the eighth need defaults: {missing}")
+        extras = tuple(defaults[f] for f in fields[8:])
     if start < 0 or end > len(data) or start > end:
         raise ValueError("record range outside the buffer")
     if type(data) is not bytes:
@@ -1111,18 +1118,20 @@ def data_batches(buf: BytesLike, min_offset: int = 0,
 
 def decode_rows(buf: BytesLike, row_type: type, topic: object, partition: object, *, min_offset: int = 0,
                 aborted: Sequence[tuple[int, int]] | None = None,
-                max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[tuple[object, ...]]:
+                max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                extras: Sequence[object] | None = None) -> list[tuple[object, ...]]:
     """Every record of the data batches in ``buf`` with offset >= ``min_offset`` (with ``aborted``:
     those a ``read_committed`` consumer sees, as in :func:`decode_committed_records`), as
     ``row_type(topic, partition, offset, timestamp, timestamp_type, key, value, headers)`` — a tuple
-    subclass such as a ``NamedTuple`` with those eight fields (and any more after them, with defaults,
-    which every row takes), built without a Python call per record when the compiled codec is installed."""
+    subclass such as a ``NamedTuple`` with those eight fields (and any more after them, which every row
+    takes from ``extras`` or, when None, their defaults), built without a Python call per record when the
+    compiled codec is installed."""
     out: list[tuple[object, ...]] = []
     for pos, header in data_batches(buf, min_offset, aborted):
         data, start, end = _batch_body(buf, pos, header, max_decompressed_size)
         lat = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
         _decode_rows(data, start, end, header[12], header[0], header[7], lat, LOG_APPEND_TIME if lat is not None
-                     else CREATE_TIME, min_offset, row_type, topic, partition, out)
+                     else CREATE_TIME, min_offset, row_type, topic, partition, out, extras)
     return out
 
 
@@ -1162,7 +1171,7 @@ class RecordColumns:
 
 
 #: the ``CODEC_VERSION`` of ``protocol/_crecords.pyx`` this module needs
-_CODEC_VERSION = 2
+_CODEC_VERSION = 3
 
 try:
     from protocol import _crecords  # built at install time (setup.py) when Cython and a compiler were there

@@ -34,11 +34,11 @@ def bs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield bootstrap
 
 
-async def new_queue(bs: str, **group_configs: str) -> tuple[str, str]:
-    """A one-partition topic and a share group reading it from the start (with ``group_configs``)."""
+async def new_queue(bs: str, partitions: int = 1, **group_configs: str) -> tuple[str, str]:
+    """A topic (one partition unless told) and a share group reading it from the start (with ``group_configs``)."""
     group, topic = unique("g"), unique("t")
     async with Admin(bootstrap_servers=bs) as admin:
-        await admin.create_topics({topic: 1})
+        await admin.create_topics({topic: partitions})
         configs = {"share.auto.offset.reset": "earliest", **group_configs}
         await admin.incremental_alter_configs("group", group, [("set", k, v) for k, v in configs.items()])
     return group, topic
@@ -175,6 +175,54 @@ async def test_explicit_mode_wants_every_record_acknowledged_and_implicit_mode_n
         assert values_of(await drain_until(again, "end")) == ["end"]
 
 
+async def test_records_of_two_partitions_acknowledged_out_of_order_with_mixed_types(bs: str) -> None:
+    group, topic = await new_queue(bs, partitions=2)
+    async with Producer(bootstrap_servers=bs) as p:
+        for partition in (0, 1):
+            for i in range(20):
+                await p.enqueue(topic, f"p{partition}-{i}".encode(), partition=partition)
+            await p.flush()
+
+    def final(r: Record) -> AcknowledgeType:  # for the renewed ones (even offsets)
+        return AcknowledgeType.RELEASE if r.offset % 4 == 2 else AcknowledgeType.ACCEPT
+
+    async with share(bs, topic, group) as sc:
+        seen: list[Record] = []
+        renewed: list[Record] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(seen) < 40:
+            assert time.monotonic() < deadline, f"got {len(seen)} of 40 records"
+            for records in (await sc.getmany(timeout_ms=500)).values():
+                seen += records
+                for r in reversed(records):  # backwards; odd offsets accepted, even ones kept (RENEW) for later
+                    if r.offset % 2 == 0:
+                        sc.acknowledge(r, AcknowledgeType.RENEW)
+                        renewed.append(r)
+                    else:
+                        sc.acknowledge(r, AcknowledgeType.ACCEPT)
+        assert sorted(values_of(seen)) == sorted(f"p{p}-{i}" for p in (0, 1) for i in range(20))
+        # the renewed ones: backwards, the two partitions interleaved, RELEASE among ACCEPTs
+        p0, p1 = (sorted((r for r in renewed if r.partition == p), key=lambda r: -r.offset) for p in (0, 1))
+        for r0, r1 in zip(p0, p1, strict=True):
+            sc.acknowledge(r0, final(r0))
+            sc.acknowledge(r1, final(r1))
+        with pytest.raises(IllegalStateError, match="not a record"):
+            sc.acknowledge(p1[3])  # acknowledged already
+        assert await sc.commit() == {TopicPartition(topic, 0): None, TopicPartition(topic, 1): None}
+        released = {(r.partition, r.offset) for r in renewed if final(r) is AcknowledgeType.RELEASE}
+        again: list[Record] = []
+        while len(again) < len(released):
+            assert time.monotonic() < deadline, f"got {len(again)} of {len(released)} released records again"
+            for records in (await sc.getmany(timeout_ms=500)).values():
+                for r in records:
+                    sc.acknowledge(r, AcknowledgeType.ACCEPT)
+                again += records
+        assert sorted((r.partition, r.offset, r.delivery_count) for r in again) == sorted(
+            (p, o, 2) for p, o in released)
+        await sc.commit()
+        assert await sc.getmany(timeout_ms=500) == {}
+
+
 async def test_two_consumers_share_one_partition(bs: str) -> None:
     group, topic = await new_queue(bs)
     tp = TopicPartition(topic, 0)
@@ -288,11 +336,12 @@ def test_acknowledgements_go_in_batches_of_consecutive_offsets() -> None:
     tp = TopicPartition("t", 0)
     for offset, ack_type in [(5, 1), (3, 1), (4, 1), (7, 2), (8, 3), (10, 0)]:
         acks.add(tp, offset, ack_type)
-    assert Acknowledgements.batches(acks.pending[tp]) == [
+    assert acks.pending[tp].batches() == [
         {"first_offset": 3, "last_offset": 5, "acknowledge_types": [1]},
         {"first_offset": 7, "last_offset": 8, "acknowledge_types": [2, 3]},
         {"first_offset": 10, "last_offset": 10, "acknowledge_types": [0]}]
-    assert acks.take([tp]) == {tp: {5: 1, 3: 1, 4: 1, 7: 2, 8: 3, 10: 0}} and not acks
+    taken = acks.take([tp])
+    assert list(taken) == [tp] and taken[tp].offsets() == {3: 1, 4: 1, 5: 1, 7: 2, 8: 3, 10: 0} and not acks
 
 
 async def test_kill_9_of_the_broker_loses_nothing_and_brings_back_nothing_acknowledged(tmp_path: Path) -> None:

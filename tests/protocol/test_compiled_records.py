@@ -188,6 +188,18 @@ def test_decode_rows_fills_the_defaults_of_fields_after_the_eight(codec: str) ->
         decode_rows(encode_batch([(b"k", b"v", None, 1)]), _Undefaulted, "t", 0)
 
 
+def test_decode_rows_takes_the_fields_after_the_eight_from_extras(codec: str) -> None:
+    data = encode_batch([(b"k", b"v", None, 1), (None, b"w", None, 2)], base_offset=5)
+    rows = decode_rows(data, _Delivered, "t", 0, extras=(2, "m"))
+    assert [(type(r), r.offset, r.value, r.delivery_count, r.note) for r in rows] == [
+        (_Delivered, 5, b"v", 2, "m"), (_Delivered, 6, b"w", 2, "m")]
+    assert [r.delivery_count for r in decode_rows(data, _Undefaulted, "t", 0, extras=[4])] == [4, 4]
+    assert decode_rows(data, Row, "t", 0, extras=(None,)) == decode_rows(data, Row, "t", 0)
+    for wrong in ((1,), (1, "m", 0)):
+        with pytest.raises(TypeError, match="extras"):
+            decode_rows(data, _Delivered, "t", 0, extras=wrong)
+
+
 # ------------------------------------------------------------------------------------- columns
 
 

@@ -244,6 +244,8 @@ class Consumer:
     # -- rebalance callbacks ---------------------------------------------------------------------
 
     async def _revoke(self, partitions: set[TopicPartition], lost: bool) -> None:
+        if self._user_assignment is not None:
+            return  # assign() is in force: nothing of it came from the group
         if not lost and self.config.enable_auto_commit and not self._closed:  # close() committed already
             try:
                 await self._commit_positions(partitions & self._assignment)
@@ -256,6 +258,8 @@ class Consumer:
         self._assignment -= partitions
 
     async def _assign(self, added: set[TopicPartition], assignment: set[TopicPartition]) -> None:
+        if self._user_assignment is not None:
+            return  # assign() is in force: the group's (empty) assignment does not replace it
         for tp in self._assignment - assignment:
             self._drop(tp)
         self._assignment = set(assignment)
@@ -282,13 +286,17 @@ class Consumer:
         if self.config.group_id is not None and self._coordinator is not None:
             try:
                 node = await self._coordinator.coordinator_node()
-                committed = await fetch_committed(net, node, self.config.group_id, missing)
+                # require_stable (KIP-447, as Kafka's consumer always asks): offsets of a transaction still
+                # being decided are not answered with the offset before them — starting there would consume
+                # again what that transaction, once committed, already did (duplicates in exactly-once
+                # consume-transform-produce after a restart)
+                committed = await fetch_committed(net, node, self.config.group_id, missing, require_stable=True)
             except (KafkaConnectionError, KafkaTimeoutError):
                 return
             except KafkaError as exc:
                 if exc.code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-                    return
+                                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNSTABLE_OFFSET_COMMIT):
+                    return  # asked again on the next poll
                 raise
         reset: dict[TopicPartition, int] = {}
         for tp in missing:

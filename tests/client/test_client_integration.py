@@ -289,3 +289,23 @@ async def test_limited_drains_and_undecoded_record_sets_hand_out_each_record_onc
         assert [bytes(blob[a:b]) for a, b in itertools.pairwise(ends)] == [b"v%d" % i for i in got]
         assert hdrs == [[("i", b"%d" % i)] for i in got]
         assert await bounded(c.position(tp)) == 120
+
+
+async def test_a_read_committed_consumer_waits_for_undecided_transactional_offsets(bs: str) -> None:
+    """A consumer starting while a transaction holds offsets for its group (KIP-447: OffsetFetch with
+    require_stable, as Kafka's consumer asks) waits for the transaction instead of starting from the offset
+    before it: once committed, it starts at the transaction's offsets — nothing consumed twice."""
+    tp = TopicPartition("stable-in", 0)
+    async with Producer(bootstrap_servers=bs, acks="all", **FAST) as p:
+        for i in range(10):
+            await bounded(p.send("stable-in", value=b"%d" % i, partition=0))
+    async with Producer(bootstrap_servers=bs, transactional_id="stable-tx", **FAST) as txp:
+        await txp.begin_transaction()
+        await bounded(txp.send_offsets_to_transaction({tp: 7}, "stable-g"))
+        async with Consumer(bootstrap_servers=bs, group_id="stable-g", isolation_level="read_committed",
+                            auto_offset_reset="earliest", enable_auto_commit=False, **FAST) as c:
+            c.assign([tp])
+            # the offsets are undecided: nothing is handed out (before, records from offset 0 were)
+            assert await bounded(c.getmany(timeout_ms=1500)) == {}
+            await bounded(txp.commit_transaction())
+            assert [r.offset for r in await consume_n(c, 3)] == [7, 8, 9]

@@ -18,8 +18,9 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   it arrives in 1 MiB pieces, as the limit's receiver reads, looking only at batch headers; after an
   ``os.sync()``, so the ingest cases' writeback does not run meanwhile) against the rate of
   ``os.sendfile`` of the same segment file;
-* ``small``    Heartbeats/s of a Stable one-member group and acks=1 Produce requests/s of one
-  10-record batch (100-byte records), 4 connections x 64 in flight;
+* ``small``    Heartbeats/s of a Stable one-member group, ConsumerGroupHeartbeats/s of a KIP-848
+  member that owns its partition (steady state: nothing changed since its last heartbeat) and acks=1
+  Produce requests/s of one 10-record batch (100-byte records), 4 connections x 64 in flight;
 * ``many``     100 producer connections over a 10-partition topic (64 KiB batches, 2 in flight
   each) against one connection (64 KiB batches, 8 in flight), then the p50/p99 produce latency
   of those 100 connections sending at half the measured peak rate (latency counted from the
@@ -47,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -486,6 +488,13 @@ class Bench:
         done = n // conns * conns
         self.report(f"{'Heartbeats/s, 4 connections x 64 in flight':50s} {done / elapsed:11,.0f}  "
                     f"{m.per_cpu(done):11,.0f} per broker CPU-s")
+        cgh = consumer_group_heartbeat_frames(port)
+        spec = {"blobs": [b"".join(cgh[:group])], "per_blob": group, "window": window, "total": n // conns,
+                "api": ApiKey.CONSUMER_GROUP_HEARTBEAT, "version": CGH_V}
+        with self.measure("consumer-group-heartbeat") as m:
+            elapsed, _ = run_pipelines(port, [dict(spec) for _ in range(conns)])
+        self.report(f"{'ConsumerGroupHeartbeats/s, 4 x 64 in flight':50s} {done / elapsed:11,.0f}  "
+                    f"{m.per_cpu(done):11,.0f} per broker CPU-s")
         create_topic(port, "small", 1)
         records = batch(100, 10 * 108)
         frames = [produce_frame("small", 0, records, cid=i + 1) for i in range(group)]
@@ -575,18 +584,23 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def wait_for_coordinator(sock: socket.socket, key: str, key_type: int = 0) -> None:
+    """Ask FindCoordinator until the coordinator of ``key`` is available (its partition loaded)."""
+    deadline = time.monotonic() + 30
+    while True:
+        resp = call(sock, ApiKey.FIND_COORDINATOR, 4, {"key_type": key_type, "coordinator_keys": [key]})
+        if resp.coordinators[0].error_code == 0:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no coordinator: {resp}")
+        time.sleep(0.1)
+
+
 def heartbeat_frames(port: int) -> list[bytes]:
     """Join a one-member group (JoinGroup two-step, SyncGroup) and pre-encode its Heartbeats."""
     group = "raw-wire"
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        deadline = time.monotonic() + 30
-        while True:
-            resp = call(sock, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
-            if resp.coordinators[0].error_code == 0:
-                break
-            if time.monotonic() > deadline:
-                raise SystemExit(f"no coordinator: {resp}")
-            time.sleep(0.1)
+        wait_for_coordinator(sock, group)
         join = {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000, "member_id": "",
                 "group_instance_id": None, "protocol_type": "consumer", "reason": None,
                 "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}]}
@@ -605,6 +619,45 @@ def heartbeat_frames(port: int) -> list[bytes]:
             raise SystemExit(f"SyncGroup failed: {resp.error_code}")
     body = {"group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}
     return [encode_request(ApiKey.HEARTBEAT, 4, i + 1, "raw-wire", body) for i in range(64)]
+
+
+CGH_V = APIS[ApiKey.CONSUMER_GROUP_HEARTBEAT].max_version
+
+
+def consumer_group_heartbeat_frames(port: int, topic: str = "raw-wire-cgh") -> list[bytes]:
+    """One KIP-848 member of a group subscribed to a one-partition topic, heartbeating until it owns the
+    partition and has acknowledged it; then its steady-state ConsumerGroupHeartbeats pre-encoded (the
+    member's epoch, every optional field null: nothing changed since the last heartbeat)."""
+    group = "raw-wire-cgh"
+    create_topic(port, topic, 1)
+    member = str(uuid.uuid4())
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        wait_for_coordinator(sock, group)
+        body: dict[str, Any] = {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None,
+                                "rack_id": None, "rebalance_timeout_ms": 30_000, "subscribed_topic_names": [topic],
+                                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+        owned: list[dict[str, Any]] | None = None
+        deadline = time.monotonic() + 30
+        while True:
+            resp = call(sock, ApiKey.CONSUMER_GROUP_HEARTBEAT, CGH_V, body)
+            if resp.error_code:
+                raise SystemExit(f"ConsumerGroupHeartbeat failed: {resp.error_code} {resp.error_message}")
+            steady = body["topic_partitions"] is None and resp.assignment is None
+            if resp.assignment is not None:
+                owned = [{"topic_id": tp.topic_id, "partitions": list(tp.partitions)}
+                         for tp in resp.assignment.topic_partitions]
+            if steady and owned and any(tp["partitions"] for tp in owned):
+                body = {**body, "member_epoch": resp.member_epoch}
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no assignment: {resp}")
+            # acknowledge what was assigned (the reconciled partitions), then heartbeat with nothing changed
+            body = {**body, "member_epoch": resp.member_epoch, "rebalance_timeout_ms": -1,
+                    "subscribed_topic_names": None,
+                    "topic_partitions": owned if resp.assignment is not None else None}
+            if resp.assignment is None and not owned:
+                time.sleep(0.1)
+    return [encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, CGH_V, i + 1, "raw-wire", body) for i in range(64)]
 
 
 def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:

@@ -22,9 +22,14 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   member that owns its partition (steady state: nothing changed since its last heartbeat) and acks=1
   Produce requests/s of one 10-record batch (100-byte records), 4 connections x 64 in flight;
 * ``many``     100 producer connections over a 10-partition topic (64 KiB batches, 2 in flight
-  each) against one connection (64 KiB batches, 8 in flight), then the p50/p99 produce latency
-  of those 100 connections sending at half the measured peak rate (latency counted from the
-  scheduled send time, so a stall is not hidden by the sender waiting);
+  each) against one connection (64 KiB batches, 8 in flight), then the produce latency of those
+  100 connections sending at half the measured peak rate for ``--latency-seconds``, once per
+  ``--latency-acks`` setting (``1,all``): p50, p99, p99.9, max, and the responses later than 50 ms
+  with the stalls they make up (late responses arriving within 50 ms of each other are one stall).  Latency is counted from the
+  scheduled send time, so a stall is not hidden by the sender waiting.  The latency topic has
+  ``segment.bytes`` and ``retention.bytes`` set (``--latency-segment-mb``, ``--latency-retention-mb``)
+  and the broker checks retention every ``--retention-check-ms``, so segment rolls, deletions and
+  the periodic fsync all happen during a long run;
 * ``memory``   broker peak RSS (``/proc/<pid>/status`` VmRSS, sampled every 50 ms) while
   ingesting ``--memory-gb`` GB of 1 MB batches over 4 connections.
 
@@ -107,11 +112,12 @@ def read_exactly(sock: socket.socket, n: int, into: bytearray | None = None) -> 
     return view
 
 
-def create_topic(port: int, name: str, partitions: int) -> None:
+def create_topic(port: int, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     with socket.create_connection(("127.0.0.1", port)) as sock:
         resp = call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [{"name": name, "num_partitions": partitions,
                                                                  "replication_factor": 1, "assignments": [],
-                                                                 "configs": []}],
+                                                                 "configs": [{"name": k, "value": v} for k, v
+                                                                             in (configs or {}).items()]}],
                                                     "timeout_ms": 30000, "validate_only": False})
         code = resp.topics[0].error_code
         if code not in (0, 36):
@@ -143,16 +149,17 @@ class Pipeline(asyncio.Protocol):
 
     ``blobs`` are cycled; each holds ``per_blob`` requests.  Responses are counted by their size
     prefix; one in ``sample_every`` is kept for checking.  With ``latencies`` each response's time
-    since its request was scheduled is appended.  With ``rate`` (requests/s) requests are sent on a
+    since its request was scheduled is appended (and its arrival time to ``arrivals``).  With ``rate`` (requests/s) requests are sent on a
     schedule instead of as fast as the window allows.
     """
 
     def __init__(self, blobs: list[bytes], per_blob: int, window: int, total: int, *, api: int, version: int,
                  done: Callable[[], None], sample_every: int = 512, rate: float | None = None,
-                 latencies: list[float] | None = None) -> None:
+                 latencies: list[float] | None = None, arrivals: list[float] | None = None) -> None:
         self.blobs, self.per_blob, self.window, self.total = blobs, per_blob, window, total
         self.api, self.version, self.done_cb = api, version, done
         self.sample_every, self.rate, self.latencies = sample_every, rate, latencies
+        self.arrivals = arrivals
         self.sent = self.answered = 0
         self.next_blob = 0
         self.buf = bytearray()
@@ -227,6 +234,8 @@ class Pipeline(asyncio.Protocol):
             self.answered += 1
             if self.latencies is not None:
                 self.latencies.append(now - self.sent_at.popleft())
+                if self.arrivals is not None:
+                    self.arrivals.append(now)
         if pos:
             del buf[:pos]
         if self.answered >= self.total and not self.finished:
@@ -508,7 +517,7 @@ class Bench:
 
     def many(self) -> None:
         a = self.args
-        port = self.start_broker("many")
+        port = self.start_broker("many", [f"log.retention.check.interval.ms={a.retention_check_ms}"])
         create_topic(port, "one", 1)
         create_topic(port, "many", 10)
         total = a.ingest_mb * MB
@@ -519,23 +528,33 @@ class Bench:
         self.report(f"{'ingest 64 KiB batches, 100 connections x 10 parts':50s} {agg / MB:9.1f} MB/s  "
                     f"{agg / single:6.1%} of one connection; {agg_cpu / MB:7.1f} MB per broker CPU-s "
                     f"({agg_cpu / single_cpu:6.1%})")
-        # latency at half the peak (the better of the two figures), spread over the 100 connections
+        # latency at half the peak (the better of the two figures), spread over the 100 connections, for each
+        # acks setting; on a topic with retention, so that segment rolls and deletions happen during the run
+        create_topic(port, "latency", 10, configs={"segment.bytes": str(a.latency_segment_mb << 20),
+                                                   "retention.bytes": str(a.latency_retention_mb << 20)})
         records = batch(1000, 65_536)
         rate = max(single, agg) / 2 / len(records)  # requests/s in all
         seconds = max(5.0, a.latency_seconds)
+        for acks in a.latency_acks.split(","):
+            self.latency(port, records, rate, seconds, -1 if acks == "all" else int(acks))
+        self.stop_broker()
+
+    def latency(self, port: int, records: bytes, rate: float, seconds: float, acks: int) -> None:
+        """Produce latency of 100 connections sending ``rate`` requests/s in all for ``seconds``."""
         per_conn = max(10, int(rate * seconds / 100))
         latencies: list[float] = []
-        specs = [{"blobs": [produce_frame("many", c % 10, records)], "per_blob": 1, "window": 1 << 30,
+        arrivals: list[float] = []
+        specs = [{"blobs": [produce_frame("latency", c % 10, records, acks=acks)], "per_blob": 1, "window": 1 << 30,
                   "total": per_conn, "api": ApiKey.PRODUCE, "version": PRODUCE_V, "rate": rate / 100,
-                  "latencies": latencies} for c in range(100)]
-        with self.measure("latency"):
-            run_pipelines(port, specs)
-        latencies.sort()
-        p50 = latencies[len(latencies) // 2] * 1000
-        p99 = latencies[int(len(latencies) * 0.99)] * 1000
-        self.report(f"{'produce latency at half the peak, 100 connections':50s} p50 {p50:7.2f} ms  p99 {p99:7.2f} ms "
-                    f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests)")
-        self.stop_broker()
+                  "latencies": latencies, "arrivals": arrivals} for c in range(100)]
+        with self.measure(f"latency-acks{acks}"):
+            elapsed, _ = run_pipelines(port, specs)
+        st = latency_stats(latencies, arrivals, STALL)
+        name = "all" if acks == -1 else str(acks)
+        self.report(f"{f'produce latency acks={name} at half the peak, 100 conns':50s} p50 {st['p50']:7.2f} ms  "
+                    f"p99 {st['p99']:7.2f} ms  p99.9 {st['p99.9']:7.2f} ms  max {st['max']:7.1f} ms; "
+                    f"{st['over']:,} responses over {STALL * 1000:.0f} ms in {st['stalls']:,} stalls "
+                    f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests in {elapsed:.0f} s)")
 
     def memory(self) -> None:
         a = self.args
@@ -560,6 +579,30 @@ class Bench:
         self.report(f"{f'broker RSS ingesting {a.memory_gb:g} GB (4 conns x 8 x 1 MB)':50s} peak "
                     f"{peak[0] / 2**20:7.1f} MiB (at start {before / 2**20:.1f} MiB; {rate / MB:.0f} MB/s)")
         self.stop_broker()
+
+
+STALL = 0.050  # a response later than this after its scheduled send counts as part of a stall
+
+
+def latency_stats(latencies: list[float], arrivals: list[float], stall: float) -> dict[str, float]:
+    """p50/p99/p99.9/max in ms of ``latencies`` (seconds), the responses later than ``stall`` and the stalls
+    they make up: late responses arriving (``arrivals``, seconds) within ``stall`` of the previous late one
+    belong to the same stall."""
+    over = stalls = 0
+    last = float("-inf")
+    for x, at in zip(latencies, arrivals, strict=True):
+        if x > stall:
+            over += 1
+            stalls += at - last > stall
+            last = at
+    ordered = sorted(latencies)
+    n = len(ordered)
+
+    def q(f: float) -> float:
+        return ordered[min(n - 1, int(n * f))] * 1000
+
+    return {"p50": q(0.5), "p99": q(0.99), "p99.9": q(0.999), "max": ordered[-1] * 1000, "over": over,
+            "stalls": stalls}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -765,7 +808,13 @@ def main() -> None:
     ap.add_argument("--ingest-mb", type=int, default=2000, help="MB produced per ingest case")
     ap.add_argument("--memory-gb", type=float, default=10.0, help="GB ingested by the memory case")
     ap.add_argument("--small-requests", type=int, default=400_000, help="requests per small-request case")
-    ap.add_argument("--latency-seconds", type=float, default=10.0)
+    ap.add_argument("--latency-seconds", type=float, default=10.0, help="seconds of each latency run")
+    ap.add_argument("--latency-acks", default="1,all", help="the acks settings of the latency runs")
+    ap.add_argument("--latency-segment-mb", type=int, default=128, help="segment.bytes of the latency topic (MiB)")
+    ap.add_argument("--latency-retention-mb", type=int, default=512,
+                    help="retention.bytes of each of the latency topic's 10 partitions (MiB)")
+    ap.add_argument("--retention-check-ms", type=int, default=30_000,
+                    help="log.retention.check.interval.ms of the many case's broker")
     cpus = os.cpu_count() or 1
     ap.add_argument("--broker-cpu", type=int, default=0 if cpus >= 2 else None)
     ap.add_argument("--loadgen-cpu", type=int, default=1 if cpus >= 2 else None)

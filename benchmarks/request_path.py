@@ -338,7 +338,7 @@ class Result:
     requests: int
 
 
-async def measure(name: str, requests: int, profile: bool) -> Result:
+async def measure(name: str, requests: int, profile: bool, sort: str = "tottime") -> Result:
     """µs per request (wall clock and CPU) of ``requests`` requests of case ``name``."""
     overrides = {"leader_replication_throttled_rate": THROTTLED_RATE} if name == "replica-fetch-throttled" else {}
     broker = Broker(port=0, **overrides)
@@ -404,7 +404,7 @@ async def measure(name: str, requests: int, profile: bool) -> Result:
             done = rounds * per
         conn.connection_lost(None)
         if prof is not None:
-            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+            pstats.Stats(prof).sort_stats(sort).print_stats(30)
         return Result(elapsed / done * 1e6, cpu / done * 1e6, len(case.frames[0]), done)
     finally:
         await broker.stop()
@@ -424,6 +424,7 @@ def main() -> None:
     parser.add_argument("--cases", default="heartbeat,consumer-group-heartbeat,share-group-heartbeat,produce,"
                                            "produce-64k,fetch,share-fetch,replica-fetch,replica-fetch-throttled")
     parser.add_argument("--cprofile", action="store_true", help="print the top functions by own time")
+    parser.add_argument("--sort", default="tottime", help="the order of --cprofile's list (pstats: tottime, cumtime)")
     args = parser.parse_args()
     try:
         import uvloop
@@ -435,7 +436,7 @@ def main() -> None:
     for case in args.cases.split(","):
         n = (args.requests // 10 if case == "produce-64k" else
              args.share_requests if case in ("fetch", "share-fetch") else args.requests)
-        r = results[case] = asyncio.run(measure(case, n, args.cprofile))
+        r = results[case] = asyncio.run(measure(case, n, args.cprofile, args.sort))
         print(f"{case:24s} {r.wall_us:8.2f} µs/request ({r.cpu_us:8.2f} µs CPU)  {1e6 / r.wall_us:10,.0f} requests/s "
               f"on one core  ({r.size:,} B frames; {r.requests:,} requests)", flush=True)
     lines = [(label, results[a], results[b]) for label, a, b in RATIOS if a in results and b in results]

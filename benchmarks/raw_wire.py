@@ -25,7 +25,11 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   each) against one connection (64 KiB batches, 8 in flight), then the produce latency of those
   100 connections sending at half the measured peak rate for ``--latency-seconds``, once per
   ``--latency-acks`` setting (``1,all``): p50, p99, p99.9, max, and the responses later than 50 ms
-  with the stalls they make up (late responses arriving within 50 ms of each other are one stall).  Latency is counted from the
+  with the stalls they make up (late responses arriving within 50 ms of each other are one stall); the
+  five worst stalls are listed with when they began, how long the broker's event-loop thread ran and
+  waited for a CPU around them (``/proc/<pid>/schedstat``: waiting is other processes, or the broker's
+  own threads, holding its core) and how much of the page cache was dirty or under writeback then
+  (``/proc/meminfo``; both sampled every 250 ms).  Latency is counted from the
   scheduled send time, so a stall is not hidden by the sender waiting.  The latency topic has
   ``segment.bytes`` and ``retention.bytes`` set (``--latency-segment-mb``, ``--latency-retention-mb``)
   and the broker checks retention every ``--retention-check-ms``, so segment rolls, deletions and
@@ -44,6 +48,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import os
 import shutil
 import socket
@@ -547,14 +552,28 @@ class Bench:
         specs = [{"blobs": [produce_frame("latency", c % 10, records, acks=acks)], "per_blob": 1, "window": 1 << 30,
                   "total": per_conn, "api": ApiKey.PRODUCE, "version": PRODUCE_V, "rate": rate / 100,
                   "latencies": latencies, "arrivals": arrivals} for c in range(100)]
+        assert self.broker is not None and self.broker.proc is not None
+        sampler = Sampler(self.broker.proc.pid)
+        sampler.start()
+        begin = time.perf_counter()
         with self.measure(f"latency-acks{acks}"):
             elapsed, _ = run_pipelines(port, specs)
-        st = latency_stats(latencies, arrivals, STALL)
+        sampler.halt.set()
+        sampler.join()
+        st, stalls = latency_stats(latencies, arrivals, STALL)
         name = "all" if acks == -1 else str(acks)
         self.report(f"{f'produce latency acks={name} at half the peak, 100 conns':50s} p50 {st['p50']:7.2f} ms  "
                     f"p99 {st['p99']:7.2f} ms  p99.9 {st['p99.9']:7.2f} ms  max {st['max']:7.1f} ms; "
                     f"{st['over']:,} responses over {STALL * 1000:.0f} ms in {st['stalls']:,} stalls "
-                    f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests in {elapsed:.0f} s)")
+                    f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests in {elapsed:.0f} s; "
+                    f"page cache dirty up to {max((x[1] for x in sampler.samples), default=0) / MB:.0f} MB)")
+        for s in sorted(stalls, key=lambda s: -s.worst)[:5]:
+            # the late responses were sent (scheduled) up to ``worst`` before they arrived
+            dirty, writeback, span, run, wait = sampler.around(s.start - s.worst, s.end)
+            print(f"  stall at +{s.start - begin:6.1f} s for {(s.end - s.start) * 1000:5.0f} ms: worst "
+                  f"{s.worst * 1000:5.0f} ms, {s.responses:,} late responses; over the {span:.2f} s around it the "
+                  f"broker's loop ran {run:.2f} s and waited {wait:.2f} s for a CPU; dirty up to {dirty / MB:.0f} MB, "
+                  f"writeback up to {writeback / MB:.0f} MB", flush=True)
 
     def memory(self) -> None:
         a = self.args
@@ -584,25 +603,73 @@ class Bench:
 STALL = 0.050  # a response later than this after its scheduled send counts as part of a stall
 
 
-def latency_stats(latencies: list[float], arrivals: list[float], stall: float) -> dict[str, float]:
-    """p50/p99/p99.9/max in ms of ``latencies`` (seconds), the responses later than ``stall`` and the stalls
-    they make up: late responses arriving (``arrivals``, seconds) within ``stall`` of the previous late one
-    belong to the same stall."""
-    over = stalls = 0
-    last = float("-inf")
+@dataclasses.dataclass
+class Stall:
+    """Late responses (over the stall threshold) arriving within the threshold of each other."""
+
+    start: float  # arrival of the first, seconds
+    end: float  # arrival of the last
+    worst: float  # the largest latency, seconds
+    responses: int
+
+
+def latency_stats(latencies: list[float], arrivals: list[float], stall: float) -> tuple[dict[str, float], list[Stall]]:
+    """p50/p99/p99.9/max in ms of ``latencies`` (seconds), the number of responses later than ``stall``, and
+    the stalls they make up: late responses arriving (``arrivals``, seconds) within ``stall`` of the previous
+    late one belong to the same stall."""
+    stalls: list[Stall] = []
     for x, at in zip(latencies, arrivals, strict=True):
         if x > stall:
-            over += 1
-            stalls += at - last > stall
-            last = at
+            if stalls and at - stalls[-1].end <= stall:
+                last = stalls[-1]
+                last.end, last.worst, last.responses = at, max(last.worst, x), last.responses + 1
+            else:
+                stalls.append(Stall(at, at, x, 1))
     ordered = sorted(latencies)
     n = len(ordered)
 
     def q(f: float) -> float:
         return ordered[min(n - 1, int(n * f))] * 1000
 
-    return {"p50": q(0.5), "p99": q(0.99), "p99.9": q(0.999), "max": ordered[-1] * 1000, "over": over,
-            "stalls": stalls}
+    return ({"p50": q(0.5), "p99": q(0.99), "p99.9": q(0.999), "max": ordered[-1] * 1000,
+             "over": sum(s.responses for s in stalls), "stalls": len(stalls)}, stalls)
+
+
+class Sampler(threading.Thread):
+    """Every ``interval``: the kernel's dirty and under-writeback page cache (``/proc/meminfo``) and the
+    broker's main thread's time on a CPU and waiting for one (``/proc/<pid>/schedstat``, ns)."""
+
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, int, int, int, int]] = []  # (perf_counter, dirty, writeback, run, wait)
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(self.interval):
+            values = {}
+            with open("/proc/meminfo") as fh:
+                for line in fh:
+                    key, _, rest = line.partition(":")
+                    if key in ("Dirty", "Writeback"):
+                        values[key] = int(rest.split()[0]) * 1024
+            try:
+                with open(f"/proc/{self.pid}/schedstat") as fh:
+                    run, wait = (int(x) for x in fh.read().split()[:2])
+            except OSError:
+                run = wait = 0
+            self.samples.append((time.perf_counter(), values.get("Dirty", 0), values.get("Writeback", 0), run, wait))
+
+    def around(self, start: float, end: float) -> tuple[int, int, float, float, float]:
+        """From the sample before ``start`` to the one after ``end``: the largest Dirty and Writeback bytes, the
+        seconds between those samples, and the broker main thread's seconds on a CPU and waiting for one."""
+        samples = self.samples or [(0.0, 0, 0, 0, 0)]
+        first = max((i for i, x in enumerate(samples) if x[0] <= start), default=0)
+        last = min((i for i, x in enumerate(samples) if x[0] >= end), default=len(samples) - 1)
+        span = samples[first:last + 1]
+        a, b = samples[first], samples[last]
+        return (max(x[1] for x in span), max(x[2] for x in span), b[0] - a[0], (b[3] - a[3]) / 1e9,
+                (b[4] - a[4]) / 1e9)
 
 
 def cpu_seconds(pid: int) -> float:

@@ -18,12 +18,22 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   it arrives in 1 MiB pieces, as the limit's receiver reads, looking only at batch headers; after an
   ``os.sync()``, so the ingest cases' writeback does not run meanwhile) against the rate of
   ``os.sendfile`` of the same segment file;
-* ``small``    Heartbeats/s of a Stable one-member group and acks=1 Produce requests/s of one
-  10-record batch (100-byte records), 4 connections x 64 in flight;
+* ``small``    Heartbeats/s of a Stable one-member group, ConsumerGroupHeartbeats/s of a KIP-848
+  member that owns its partition (steady state: nothing changed since its last heartbeat) and acks=1
+  Produce requests/s of one 10-record batch (100-byte records), 4 connections x 64 in flight;
 * ``many``     100 producer connections over a 10-partition topic (64 KiB batches, 2 in flight
-  each) against one connection (64 KiB batches, 8 in flight), then the p50/p99 produce latency
-  of those 100 connections sending at half the measured peak rate (latency counted from the
-  scheduled send time, so a stall is not hidden by the sender waiting);
+  each) against one connection (64 KiB batches, 8 in flight), then the produce latency of those
+  100 connections sending at half the measured peak rate for ``--latency-seconds``, once per
+  ``--latency-acks`` setting (``1,all``): p50, p99, p99.9, max, and the responses later than 50 ms
+  with the stalls they make up (late responses arriving within 50 ms of each other are one stall); the
+  five worst stalls are listed with when they began, how long the broker's event-loop thread ran and
+  waited for a CPU around them (``/proc/<pid>/schedstat``: waiting is other processes, or the broker's
+  own threads, holding its core) and how much of the page cache was dirty or under writeback then
+  (``/proc/meminfo``; both sampled every 250 ms).  Latency is counted from the
+  scheduled send time, so a stall is not hidden by the sender waiting.  The latency topic has
+  ``segment.bytes`` and ``retention.bytes`` set (``--latency-segment-mb``, ``--latency-retention-mb``)
+  and the broker checks retention every ``--retention-check-ms``, so segment rolls, deletions and
+  the periodic fsync all happen during a long run;
 * ``memory``   broker peak RSS (``/proc/<pid>/status`` VmRSS, sampled every 50 ms) while
   ingesting ``--memory-gb`` GB of 1 MB batches over 4 connections.
 
@@ -38,6 +48,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import os
 import shutil
 import socket
@@ -47,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -105,11 +117,12 @@ def read_exactly(sock: socket.socket, n: int, into: bytearray | None = None) -> 
     return view
 
 
-def create_topic(port: int, name: str, partitions: int) -> None:
+def create_topic(port: int, name: str, partitions: int, configs: dict[str, str] | None = None) -> None:
     with socket.create_connection(("127.0.0.1", port)) as sock:
         resp = call(sock, ApiKey.CREATE_TOPICS, 5, {"topics": [{"name": name, "num_partitions": partitions,
                                                                  "replication_factor": 1, "assignments": [],
-                                                                 "configs": []}],
+                                                                 "configs": [{"name": k, "value": v} for k, v
+                                                                             in (configs or {}).items()]}],
                                                     "timeout_ms": 30000, "validate_only": False})
         code = resp.topics[0].error_code
         if code not in (0, 36):
@@ -141,16 +154,17 @@ class Pipeline(asyncio.Protocol):
 
     ``blobs`` are cycled; each holds ``per_blob`` requests.  Responses are counted by their size
     prefix; one in ``sample_every`` is kept for checking.  With ``latencies`` each response's time
-    since its request was scheduled is appended.  With ``rate`` (requests/s) requests are sent on a
+    since its request was scheduled is appended (and its arrival time to ``arrivals``).  With ``rate`` (requests/s) requests are sent on a
     schedule instead of as fast as the window allows.
     """
 
     def __init__(self, blobs: list[bytes], per_blob: int, window: int, total: int, *, api: int, version: int,
                  done: Callable[[], None], sample_every: int = 512, rate: float | None = None,
-                 latencies: list[float] | None = None) -> None:
+                 latencies: list[float] | None = None, arrivals: list[float] | None = None) -> None:
         self.blobs, self.per_blob, self.window, self.total = blobs, per_blob, window, total
         self.api, self.version, self.done_cb = api, version, done
         self.sample_every, self.rate, self.latencies = sample_every, rate, latencies
+        self.arrivals = arrivals
         self.sent = self.answered = 0
         self.next_blob = 0
         self.buf = bytearray()
@@ -225,6 +239,8 @@ class Pipeline(asyncio.Protocol):
             self.answered += 1
             if self.latencies is not None:
                 self.latencies.append(now - self.sent_at.popleft())
+                if self.arrivals is not None:
+                    self.arrivals.append(now)
         if pos:
             del buf[:pos]
         if self.answered >= self.total and not self.finished:
@@ -486,6 +502,13 @@ class Bench:
         done = n // conns * conns
         self.report(f"{'Heartbeats/s, 4 connections x 64 in flight':50s} {done / elapsed:11,.0f}  "
                     f"{m.per_cpu(done):11,.0f} per broker CPU-s")
+        cgh = consumer_group_heartbeat_frames(port)
+        spec = {"blobs": [b"".join(cgh[:group])], "per_blob": group, "window": window, "total": n // conns,
+                "api": ApiKey.CONSUMER_GROUP_HEARTBEAT, "version": CGH_V}
+        with self.measure("consumer-group-heartbeat") as m:
+            elapsed, _ = run_pipelines(port, [dict(spec) for _ in range(conns)])
+        self.report(f"{'ConsumerGroupHeartbeats/s, 4 x 64 in flight':50s} {done / elapsed:11,.0f}  "
+                    f"{m.per_cpu(done):11,.0f} per broker CPU-s")
         create_topic(port, "small", 1)
         records = batch(100, 10 * 108)
         frames = [produce_frame("small", 0, records, cid=i + 1) for i in range(group)]
@@ -499,7 +522,7 @@ class Bench:
 
     def many(self) -> None:
         a = self.args
-        port = self.start_broker("many")
+        port = self.start_broker("many", [f"log.retention.check.interval.ms={a.retention_check_ms}"])
         create_topic(port, "one", 1)
         create_topic(port, "many", 10)
         total = a.ingest_mb * MB
@@ -510,23 +533,47 @@ class Bench:
         self.report(f"{'ingest 64 KiB batches, 100 connections x 10 parts':50s} {agg / MB:9.1f} MB/s  "
                     f"{agg / single:6.1%} of one connection; {agg_cpu / MB:7.1f} MB per broker CPU-s "
                     f"({agg_cpu / single_cpu:6.1%})")
-        # latency at half the peak (the better of the two figures), spread over the 100 connections
+        # latency at half the peak (the better of the two figures), spread over the 100 connections, for each
+        # acks setting; on a topic with retention, so that segment rolls and deletions happen during the run
+        create_topic(port, "latency", 10, configs={"segment.bytes": str(a.latency_segment_mb << 20),
+                                                   "retention.bytes": str(a.latency_retention_mb << 20)})
         records = batch(1000, 65_536)
         rate = max(single, agg) / 2 / len(records)  # requests/s in all
         seconds = max(5.0, a.latency_seconds)
+        for acks in a.latency_acks.split(","):
+            self.latency(port, records, rate, seconds, -1 if acks == "all" else int(acks))
+        self.stop_broker()
+
+    def latency(self, port: int, records: bytes, rate: float, seconds: float, acks: int) -> None:
+        """Produce latency of 100 connections sending ``rate`` requests/s in all for ``seconds``."""
         per_conn = max(10, int(rate * seconds / 100))
         latencies: list[float] = []
-        specs = [{"blobs": [produce_frame("many", c % 10, records)], "per_blob": 1, "window": 1 << 30,
+        arrivals: list[float] = []
+        specs = [{"blobs": [produce_frame("latency", c % 10, records, acks=acks)], "per_blob": 1, "window": 1 << 30,
                   "total": per_conn, "api": ApiKey.PRODUCE, "version": PRODUCE_V, "rate": rate / 100,
-                  "latencies": latencies} for c in range(100)]
-        with self.measure("latency"):
-            run_pipelines(port, specs)
-        latencies.sort()
-        p50 = latencies[len(latencies) // 2] * 1000
-        p99 = latencies[int(len(latencies) * 0.99)] * 1000
-        self.report(f"{'produce latency at half the peak, 100 connections':50s} p50 {p50:7.2f} ms  p99 {p99:7.2f} ms "
-                    f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests)")
-        self.stop_broker()
+                  "latencies": latencies, "arrivals": arrivals} for c in range(100)]
+        assert self.broker is not None and self.broker.proc is not None
+        sampler = Sampler(self.broker.proc.pid)
+        sampler.start()
+        begin = time.perf_counter()
+        with self.measure(f"latency-acks{acks}"):
+            elapsed, _ = run_pipelines(port, specs)
+        sampler.halt.set()
+        sampler.join()
+        st, stalls = latency_stats(latencies, arrivals, STALL)
+        name = "all" if acks == -1 else str(acks)
+        self.report(f"{f'produce latency acks={name} at half the peak, 100 conns':50s} p50 {st['p50']:7.2f} ms  "
+                    f"p99 {st['p99']:7.2f} ms  p99.9 {st['p99.9']:7.2f} ms  max {st['max']:7.1f} ms; "
+                    f"{st['over']:,} responses over {STALL * 1000:.0f} ms in {st['stalls']:,} stalls "
+                    f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests in {elapsed:.0f} s; "
+                    f"page cache dirty up to {max((x[1] for x in sampler.samples), default=0) / MB:.0f} MB)")
+        for s in sorted(stalls, key=lambda s: -s.worst)[:5]:
+            # the late responses were sent (scheduled) up to ``worst`` before they arrived
+            dirty, writeback, span, run, wait = sampler.around(s.start - s.worst, s.end)
+            print(f"  stall at +{s.start - begin:6.1f} s for {(s.end - s.start) * 1000:5.0f} ms: worst "
+                  f"{s.worst * 1000:5.0f} ms, {s.responses:,} late responses; over the {span:.2f} s around it the "
+                  f"broker's loop ran {run:.2f} s and waited {wait:.2f} s for a CPU; dirty up to {dirty / MB:.0f} MB, "
+                  f"writeback up to {writeback / MB:.0f} MB", flush=True)
 
     def memory(self) -> None:
         a = self.args
@@ -553,6 +600,78 @@ class Bench:
         self.stop_broker()
 
 
+STALL = 0.050  # a response later than this after its scheduled send counts as part of a stall
+
+
+@dataclasses.dataclass
+class Stall:
+    """Late responses (over the stall threshold) arriving within the threshold of each other."""
+
+    start: float  # arrival of the first, seconds
+    end: float  # arrival of the last
+    worst: float  # the largest latency, seconds
+    responses: int
+
+
+def latency_stats(latencies: list[float], arrivals: list[float], stall: float) -> tuple[dict[str, float], list[Stall]]:
+    """p50/p99/p99.9/max in ms of ``latencies`` (seconds), the number of responses later than ``stall``, and
+    the stalls they make up: late responses arriving (``arrivals``, seconds) within ``stall`` of the previous
+    late one belong to the same stall."""
+    stalls: list[Stall] = []
+    for x, at in zip(latencies, arrivals, strict=True):
+        if x > stall:
+            if stalls and at - stalls[-1].end <= stall:
+                last = stalls[-1]
+                last.end, last.worst, last.responses = at, max(last.worst, x), last.responses + 1
+            else:
+                stalls.append(Stall(at, at, x, 1))
+    ordered = sorted(latencies)
+    n = len(ordered)
+
+    def q(f: float) -> float:
+        return ordered[min(n - 1, int(n * f))] * 1000
+
+    return ({"p50": q(0.5), "p99": q(0.99), "p99.9": q(0.999), "max": ordered[-1] * 1000,
+             "over": sum(s.responses for s in stalls), "stalls": len(stalls)}, stalls)
+
+
+class Sampler(threading.Thread):
+    """Every ``interval``: the kernel's dirty and under-writeback page cache (``/proc/meminfo``) and the
+    broker's main thread's time on a CPU and waiting for one (``/proc/<pid>/schedstat``, ns)."""
+
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, int, int, int, int]] = []  # (perf_counter, dirty, writeback, run, wait)
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(self.interval):
+            values = {}
+            with open("/proc/meminfo") as fh:
+                for line in fh:
+                    key, _, rest = line.partition(":")
+                    if key in ("Dirty", "Writeback"):
+                        values[key] = int(rest.split()[0]) * 1024
+            try:
+                with open(f"/proc/{self.pid}/schedstat") as fh:
+                    run, wait = (int(x) for x in fh.read().split()[:2])
+            except OSError:
+                run = wait = 0
+            self.samples.append((time.perf_counter(), values.get("Dirty", 0), values.get("Writeback", 0), run, wait))
+
+    def around(self, start: float, end: float) -> tuple[int, int, float, float, float]:
+        """From the sample before ``start`` to the one after ``end``: the largest Dirty and Writeback bytes, the
+        seconds between those samples, and the broker main thread's seconds on a CPU and waiting for one."""
+        samples = self.samples or [(0.0, 0, 0, 0, 0)]
+        first = max((i for i, x in enumerate(samples) if x[0] <= start), default=0)
+        last = min((i for i, x in enumerate(samples) if x[0] >= end), default=len(samples) - 1)
+        span = samples[first:last + 1]
+        a, b = samples[first], samples[last]
+        return (max(x[1] for x in span), max(x[2] for x in span), b[0] - a[0], (b[3] - a[3]) / 1e9,
+                (b[4] - a[4]) / 1e9)
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of process ``pid`` (all its threads) so far."""
     user, system = cpu_times(pid)
@@ -575,18 +694,23 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def wait_for_coordinator(sock: socket.socket, key: str, key_type: int = 0) -> None:
+    """Ask FindCoordinator until the coordinator of ``key`` is available (its partition loaded)."""
+    deadline = time.monotonic() + 30
+    while True:
+        resp = call(sock, ApiKey.FIND_COORDINATOR, 4, {"key_type": key_type, "coordinator_keys": [key]})
+        if resp.coordinators[0].error_code == 0:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no coordinator: {resp}")
+        time.sleep(0.1)
+
+
 def heartbeat_frames(port: int) -> list[bytes]:
     """Join a one-member group (JoinGroup two-step, SyncGroup) and pre-encode its Heartbeats."""
     group = "raw-wire"
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        deadline = time.monotonic() + 30
-        while True:
-            resp = call(sock, ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
-            if resp.coordinators[0].error_code == 0:
-                break
-            if time.monotonic() > deadline:
-                raise SystemExit(f"no coordinator: {resp}")
-            time.sleep(0.1)
+        wait_for_coordinator(sock, group)
         join = {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000, "member_id": "",
                 "group_instance_id": None, "protocol_type": "consumer", "reason": None,
                 "protocols": [{"name": "range", "metadata": b"\0\0\0\0\0\0\0\0\0\0"}]}
@@ -605,6 +729,45 @@ def heartbeat_frames(port: int) -> list[bytes]:
             raise SystemExit(f"SyncGroup failed: {resp.error_code}")
     body = {"group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}
     return [encode_request(ApiKey.HEARTBEAT, 4, i + 1, "raw-wire", body) for i in range(64)]
+
+
+CGH_V = APIS[ApiKey.CONSUMER_GROUP_HEARTBEAT].max_version
+
+
+def consumer_group_heartbeat_frames(port: int, topic: str = "raw-wire-cgh") -> list[bytes]:
+    """One KIP-848 member of a group subscribed to a one-partition topic, heartbeating until it owns the
+    partition and has acknowledged it; then its steady-state ConsumerGroupHeartbeats pre-encoded (the
+    member's epoch, every optional field null: nothing changed since the last heartbeat)."""
+    group = "raw-wire-cgh"
+    create_topic(port, topic, 1)
+    member = str(uuid.uuid4())
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        wait_for_coordinator(sock, group)
+        body: dict[str, Any] = {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None,
+                                "rack_id": None, "rebalance_timeout_ms": 30_000, "subscribed_topic_names": [topic],
+                                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+        owned: list[dict[str, Any]] | None = None
+        deadline = time.monotonic() + 30
+        while True:
+            resp = call(sock, ApiKey.CONSUMER_GROUP_HEARTBEAT, CGH_V, body)
+            if resp.error_code:
+                raise SystemExit(f"ConsumerGroupHeartbeat failed: {resp.error_code} {resp.error_message}")
+            steady = body["topic_partitions"] is None and resp.assignment is None
+            if resp.assignment is not None:
+                owned = [{"topic_id": tp.topic_id, "partitions": list(tp.partitions)}
+                         for tp in resp.assignment.topic_partitions]
+            if steady and owned and any(tp["partitions"] for tp in owned):
+                body = {**body, "member_epoch": resp.member_epoch}
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no assignment: {resp}")
+            # acknowledge what was assigned (the reconciled partitions), then heartbeat with nothing changed
+            body = {**body, "member_epoch": resp.member_epoch, "rebalance_timeout_ms": -1,
+                    "subscribed_topic_names": None,
+                    "topic_partitions": owned if resp.assignment is not None else None}
+            if resp.assignment is None and not owned:
+                time.sleep(0.1)
+    return [encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, CGH_V, i + 1, "raw-wire", body) for i in range(64)]
 
 
 def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
@@ -712,7 +875,13 @@ def main() -> None:
     ap.add_argument("--ingest-mb", type=int, default=2000, help="MB produced per ingest case")
     ap.add_argument("--memory-gb", type=float, default=10.0, help="GB ingested by the memory case")
     ap.add_argument("--small-requests", type=int, default=400_000, help="requests per small-request case")
-    ap.add_argument("--latency-seconds", type=float, default=10.0)
+    ap.add_argument("--latency-seconds", type=float, default=10.0, help="seconds of each latency run")
+    ap.add_argument("--latency-acks", default="1,all", help="the acks settings of the latency runs")
+    ap.add_argument("--latency-segment-mb", type=int, default=128, help="segment.bytes of the latency topic (MiB)")
+    ap.add_argument("--latency-retention-mb", type=int, default=512,
+                    help="retention.bytes of each of the latency topic's 10 partitions (MiB)")
+    ap.add_argument("--retention-check-ms", type=int, default=30_000,
+                    help="log.retention.check.interval.ms of the many case's broker")
     cpus = os.cpu_count() or 1
     ap.add_argument("--broker-cpu", type=int, default=0 if cpus >= 2 else None)
     ap.add_argument("--loadgen-cpu", type=int, default=1 if cpus >= 2 else None)

@@ -1,19 +1,49 @@
 """The broker's own cost per request, without sockets: µs of Python from received bytes to response.
 
-    .venv/bin/python benchmarks/request_path.py [--requests 200000] [--cases heartbeat,produce,produce-64k]
-        [--cprofile]
+    .venv/bin/python benchmarks/request_path.py [--requests 200000] [--share-requests 20000]
+        [--cases heartbeat,consumer-group-heartbeat,share-group-heartbeat,produce,produce-64k,fetch,share-fetch,
+                 replica-fetch,replica-fetch-throttled] [--cprofile]
 
 An in-process broker (:class:`broker.testing.embedded.Broker`) and one :class:`broker.network.server.KafkaConnection`
-on a transport that discards what it is given.  Pre-encoded requests (64 pipelined frames at a time)
-are copied into the connection's receive buffer and handed to ``buffer_updated``, exactly as the event
-loop would after a ``recv_into``; everything from framing to the encoded response runs, the kernel
-does not (no receive, no send — the log's ``pwrite`` still does).  So the figure is the per-request
-ceiling of the request path itself, the number the small-request aims of ``raw_wire.py --cases small``
-divide into one core; ``--cprofile`` prints where it goes.
+on a transport that discards what it is given.  Pre-encoded requests are copied into the connection's
+receive buffer and handed to ``buffer_updated``, exactly as the event loop would after a ``recv_into``;
+everything from framing to the encoded response runs, the kernel does not (no receive, no send — the
+log's ``pwrite`` still does, and record data of fetches is read with ``pread``, as no socket is there for
+``sendfile``).  So the figure is the per-request ceiling of the request path itself, the number the
+small-request aims of ``raw_wire.py --cases small`` divide into one core; ``--cprofile`` prints where it
+goes.  Each case prints µs a request by the wall clock and by the process's CPU time (the machine may be
+shared: CPU time is what the request costs), and before it is timed the responses of its warm-up are
+decoded and any error code in them stops the run.
 
-* ``heartbeat``    Heartbeat v4 of the one member of a Stable group;
-* ``produce``      acks=1 Produce of one 10-record batch (100-byte records);
-* ``produce-64k``  acks=1 Produce of one 64 KiB batch (1,000-byte records).
+Pipelined cases (64 frames fed at a time, the same frames again and again):
+
+* ``heartbeat``                 Heartbeat v4 of the one member of a Stable classic group;
+* ``consumer-group-heartbeat``  ConsumerGroupHeartbeat of a KIP-848 member that owns its partition, in the
+  steady state (its epoch, every optional field null);
+* ``share-group-heartbeat``     ShareGroupHeartbeat of a share group member that has its assignment, in the
+  steady state (its epoch, no subscription change);
+* ``produce``                   acks=1 Produce of one 10-record batch (100-byte records);
+* ``produce-64k``               acks=1 Produce of one 64 KiB batch (1,000-byte records);
+* ``replica-fetch``             a follower's Fetch (``replica_state`` with replica id 2, not in sync) of one
+  10-record batch, partition not throttled;
+* ``replica-fetch-throttled``   the same on a topic with ``leader.replication.throttled.replicas=*`` and the
+  broker's ``leader.replication.throttled.rate`` at 10 GB/s (every fetch is counted against the leader's
+  quota and capped by its allowance, never held back).  The follower is not a member of the partition's
+  replica set (the embedded broker is one node), which the leader does not check: the fetch takes the
+  follower path (reads to the log end, the quota, the follower's progress looked up) all the same.
+
+One request at a time (each fed when the previous response has been written; the log holds
+``--share-requests`` + warm-up batches of 10 records of 100 bytes):
+
+* ``fetch``        a consumer's Fetch of the next 10-record batch (``partition_max_bytes`` one batch);
+* ``share-fetch``  a share group member's ShareFetch in its share session (``max_records`` 10) acquiring
+  the next batch and acknowledging (ACCEPT) the one the previous fetch acquired — the consumer's steady
+  state in Kafka's share consumer; each acknowledgement is written to the share coordinator before the
+  response.  One at a time because a pipelined fetch could acquire before the previous acknowledgement.
+
+Ratios of the new request paths to their classic counterparts measured in the same run are printed
+at the end: ShareGroupHeartbeat / ConsumerGroupHeartbeat, ConsumerGroupHeartbeat / Heartbeat,
+ShareFetch / Fetch and throttled / unthrottled replica Fetch (the aim: within 1.5x).
 """
 
 from __future__ import annotations
@@ -22,8 +52,12 @@ import argparse
 import asyncio
 import cProfile
 import pstats
+import socket
 import sys
 import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +67,59 @@ import raw_wire as rw
 
 from broker.network.server import KafkaConnection
 from broker.testing.embedded import Broker
+from protocol.api import APIS, ApiKey, decode_response, encode_request
 
 PIPELINE = 64
+WARMUP = 200  # requests of a one-at-a-time case before the clock starts
+SGH_V = APIS[ApiKey.SHARE_GROUP_HEARTBEAT].max_version
+SHARE_FETCH_V = APIS[ApiKey.SHARE_FETCH].max_version
+THROTTLED_RATE = 10_000_000_000  # bytes/s: far above what one core sends, so no fetch is held back
+FOLLOWER = 2  # the replica id of the follower's fetches (not a broker of the embedded one-node cluster)
 
 
 class NullTransport:
-    """A transport that takes every write and never pushes back."""
+    """A transport that takes every write and never pushes back; while ``capture`` is set it keeps the
+    response frames written (``frames``) and wakes ``waiter`` once ``want`` of them are there."""
+
+    def __init__(self) -> None:
+        self.capture = False
+        self.buf = bytearray()
+        self.frames: list[bytes] = []
+        self.want = 0
+        self.waiter: asyncio.Future[None] | None = None
 
     def write(self, data: Any) -> None:
-        pass
+        if self.capture:
+            self.buf += data
+            self._frames()
 
     def writelines(self, data: Any) -> None:
-        pass
+        if self.capture:
+            for d in data:
+                self.buf += d
+            self._frames()
+
+    def _frames(self) -> None:
+        buf = self.buf
+        pos = 0
+        while len(buf) - pos >= 4:
+            size = int.from_bytes(buf[pos:pos + 4], "big")
+            if len(buf) - pos - 4 < size:
+                break
+            self.frames.append(bytes(buf[pos + 4:pos + 4 + size]))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+        if self.waiter is not None and len(self.frames) >= self.want and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def until(self, n: int) -> None:
+        """Wait until ``n`` response frames have been written in all."""
+        if len(self.frames) >= n:
+            return
+        self.want = n
+        self.waiter = asyncio.get_running_loop().create_future()
+        await asyncio.wait_for(self.waiter, 30)
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return default
@@ -71,29 +146,213 @@ class NullTransport:
         pass
 
 
-async def frames_for(case: str, port: int) -> list[bytes]:
-    loop = asyncio.get_running_loop()
-    if case == "heartbeat":
-        return await loop.run_in_executor(None, rw.heartbeat_frames, port)
-    topic = case
-    await loop.run_in_executor(None, rw.create_topic, port, topic, 1)
-    records = rw.batch(1000, 65_536) if case == "produce-64k" else rw.batch(100, 10 * 108)
-    return [rw.produce_frame(topic, 0, records, cid=i + 1) for i in range(PIPELINE)]
+@dataclass
+class Case:
+    """What a case sends: ``frames`` (pipelined: the same 64 again and again; one at a time: each once, in
+    order), the API and version of their responses, and an extra check of the decoded responses (given the
+    index of the request the first of them answers)."""
+
+    frames: list[bytes]
+    api: int
+    version: int
+    sequential: bool = False
+    check: Callable[[list[Any], int], None] | None = None  # (decoded responses, index of the first)
 
 
-async def measure(case: str, requests: int, profile: bool) -> tuple[float, int]:
-    """µs per request and the frame size, for ``requests`` requests of ``case``."""
-    broker = Broker(port=0)
+# ------------------------------------------------------------------------------------------- setup
+
+
+def request(sock: socket.socket, key: int, version: int, body: dict[str, Any]) -> Any:
+    return rw.call(sock, key, version, body)
+
+
+def topic_id(sock: socket.socket, topic: str) -> uuid.UUID:
+    resp = request(sock, ApiKey.METADATA, 12, {"topics": [{"name": topic, "topic_id": None}],
+                                              "allow_auto_topic_creation": False,
+                                              "include_topic_authorized_operations": False})
+    return resp.topics[0].topic_id
+
+
+def produce_batches(port: int, topic: str, records: bytes, n: int) -> None:
+    """``n`` acks=1 Produce requests of ``records`` to partition 0, 64 in flight."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        frame = rw.produce_frame(topic, 0, records)
+        left = n
+        while left:
+            k = min(PIPELINE, left)
+            sock.sendall(frame * k)
+            for _ in range(k):
+                _, body = decode_response(ApiKey.PRODUCE, rw.PRODUCE_V, rw.read_frame(sock))
+                if rw.error_codes(body):
+                    raise SystemExit(f"Produce failed: {body}")
+            left -= k
+
+
+def share_member(port: int, group: str, topic: str) -> tuple[str, int, uuid.UUID]:
+    """A share group member subscribed to ``topic`` (reading from the earliest offset), heartbeating until
+    it is assigned partition 0: (member id, epoch, topic id)."""
+    member = uuid.uuid4().hex[:22]
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        rw.wait_for_coordinator(sock, group)
+        resp = request(sock, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+            {"resource_type": 32, "resource_name": group, "configs": [
+                {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}]}]})
+        if rw.error_codes(resp):
+            raise SystemExit(f"IncrementalAlterConfigs failed: {resp}")
+        body: dict[str, Any] = {"group_id": group, "member_id": member, "member_epoch": 0, "rack_id": None,
+                                "subscribed_topic_names": [topic]}
+        deadline = time.monotonic() + 30
+        while True:
+            resp = request(sock, ApiKey.SHARE_GROUP_HEARTBEAT, SGH_V, body)
+            if resp.error_code:
+                raise SystemExit(f"ShareGroupHeartbeat failed: {resp.error_code} {resp.error_message}")
+            body = {**body, "member_epoch": resp.member_epoch, "subscribed_topic_names": None}
+            if resp.assignment is not None and any(tp.partitions for tp in resp.assignment.topic_partitions):
+                return member, resp.member_epoch, topic_id(sock, topic)
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no share assignment: {resp}")
+            time.sleep(0.1)
+
+
+def share_heartbeat_case(port: int) -> Case:
+    rw.create_topic(port, "share-hb", 1)
+    member, epoch, _ = share_member(port, "request-path-share-hb", "share-hb")
+    body = {"group_id": "request-path-share-hb", "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": None}
+    return Case([encode_request(ApiKey.SHARE_GROUP_HEARTBEAT, SGH_V, i + 1, "request-path", body)
+                 for i in range(PIPELINE)], ApiKey.SHARE_GROUP_HEARTBEAT, SGH_V)
+
+
+def small_batch() -> bytes:
+    return rw.batch(100, 10 * 108)
+
+
+def fetch_body(tid: uuid.UUID, offset: int, max_bytes: int, replica: int = -1) -> dict[str, Any]:
+    return {"cluster_id": None, "replica_id": -1, "max_wait_ms": 500, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "",
+            "replica_state": {"replica_id": replica, "replica_epoch": -1},
+            "topics": [{"topic": "", "topic_id": tid, "partitions": [
+                {"partition": 0, "current_leader_epoch": -1, "fetch_offset": offset, "last_fetched_epoch": -1,
+                 "log_start_offset": -1, "partition_max_bytes": max_bytes, "replica_directory_id": None}]}],
+            "forgotten_topics_data": []}
+
+
+def one_batch_each(expect_records: int) -> Callable[[list[Any], int], None]:
+    """A check that every Fetch response carries ``expect_records`` bytes of records for its partition."""
+    def check(bodies: list[Any], first: int) -> None:
+        for b in bodies:
+            size = len(b.responses[0].partitions[0].records or b"")
+            if size != expect_records:
+                raise SystemExit(f"a Fetch returned {size} bytes of records, expected one batch of {expect_records}")
+    return check
+
+
+def fetch_case(port: int, n: int) -> Case:
+    """A consumer's Fetch of each 10-record batch in turn, one at a time."""
+    records = small_batch()
+    rw.create_topic(port, "fetch", 1)
+    produce_batches(port, "fetch", records, n)
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        tid = topic_id(sock, "fetch")
+    frames = [encode_request(ApiKey.FETCH, rw.FETCH_V, i + 1, "request-path", fetch_body(tid, 10 * i, len(records)))
+              for i in range(n)]
+    return Case(frames, ApiKey.FETCH, rw.FETCH_V, sequential=True, check=one_batch_each(len(records)))
+
+
+def share_fetch_case(port: int, n: int) -> Case:
+    """A share member's ShareFetch of each 10-record batch in turn, acknowledging the previous one."""
+    group = "request-path-share"
+    rw.create_topic(port, "share", 1)
+    produce_batches(port, "share", small_batch(), n)
+    member, _, tid = share_member(port, group, "share")
+    frames = []
+    for i in range(n):
+        acks = [] if i == 0 else [{"first_offset": 10 * (i - 1), "last_offset": 10 * i - 1, "acknowledge_types": [1]}]
+        body = {"group_id": group, "member_id": member, "share_session_epoch": i, "max_wait_ms": 5000 if i == 0 else 500,
+                "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10, "share_acquire_mode": 0,
+                "is_renew_ack": False, "forgotten_topics_data": [],
+                "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": acks}]}]}
+        frames.append(encode_request(ApiKey.SHARE_FETCH, SHARE_FETCH_V, i + 1, "request-path", body))
+
+    def check(bodies: list[Any], first: int) -> None:
+        for i, b in enumerate(bodies, first):
+            p = b.responses[0].partitions[0]
+            got = [(a.first_offset, a.last_offset) for a in p.acquired_records]
+            if p.error_code or p.acknowledge_error_code or got != [(10 * i, 10 * i + 9)]:
+                raise SystemExit(f"ShareFetch {i}: error {p.error_code}, acknowledgement error "
+                                 f"{p.acknowledge_error_code}, acquired {got}, expected [({10 * i}, {10 * i + 9})]")
+    return Case(frames, ApiKey.SHARE_FETCH, SHARE_FETCH_V, sequential=True, check=check)
+
+
+def replica_fetch_case(port: int, throttled: bool) -> Case:
+    """A follower's Fetch of the first 10-record batch of a partition, throttled or not."""
+    topic = "replica-throttled" if throttled else "replica"
+    records = small_batch()
+    rw.create_topic(port, topic, 1, configs={"leader.replication.throttled.replicas": "*"} if throttled else None)
+    produce_batches(port, topic, records, 4)
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        tid = topic_id(sock, topic)
+    frames = [encode_request(ApiKey.FETCH, rw.FETCH_V, i + 1, "request-path", fetch_body(tid, 0, len(records), FOLLOWER))
+              for i in range(PIPELINE)]
+    return Case(frames, ApiKey.FETCH, rw.FETCH_V, check=one_batch_each(len(records)))
+
+
+def case_for(name: str, port: int, n: int) -> Case:
+    if name == "heartbeat":
+        return Case(rw.heartbeat_frames(port), ApiKey.HEARTBEAT, 4)
+    if name == "consumer-group-heartbeat":
+        return Case(rw.consumer_group_heartbeat_frames(port), ApiKey.CONSUMER_GROUP_HEARTBEAT, rw.CGH_V)
+    if name == "share-group-heartbeat":
+        return share_heartbeat_case(port)
+    if name == "fetch":
+        return fetch_case(port, n)
+    if name == "share-fetch":
+        return share_fetch_case(port, n)
+    if name in ("replica-fetch", "replica-fetch-throttled"):
+        return replica_fetch_case(port, name.endswith("throttled"))
+    rw.create_topic(port, name, 1)
+    records = rw.batch(1000, 65_536) if name == "produce-64k" else small_batch()
+    return Case([rw.produce_frame(name, 0, records, cid=i + 1) for i in range(PIPELINE)], ApiKey.PRODUCE, rw.PRODUCE_V)
+
+
+# ----------------------------------------------------------------------------------------- measuring
+
+
+def checked(case: Case, frames: list[bytes], first: int = 0) -> None:
+    """Decode the responses (to requests ``first`` on); stop on any error code (and on what the case's own
+    check finds)."""
+    bodies = [decode_response(case.api, case.version, f)[1] for f in frames]
+    for b in bodies:
+        codes = rw.error_codes(b)
+        if codes:
+            raise SystemExit(f"API {case.api} answered errors {codes}: {b}")
+    if case.check is not None:
+        case.check(bodies, first)
+
+
+@dataclass
+class Result:
+    wall_us: float
+    cpu_us: float
+    size: int
+    requests: int
+
+
+async def measure(name: str, requests: int, profile: bool, sort: str = "tottime") -> Result:
+    """µs per request (wall clock and CPU) of ``requests`` requests of case ``name``."""
+    overrides = {"leader_replication_throttled_rate": THROTTLED_RATE} if name == "replica-fetch-throttled" else {}
+    broker = Broker(port=0, **overrides)
     await broker.start()
     try:
         port = int(broker.bootstrap_servers.rsplit(":", 1)[1])
-        frames = await frames_for(case, port)
+        loop = asyncio.get_running_loop()
+        n = requests + WARMUP
+        case = await loop.run_in_executor(None, case_for, name, port, n)
+        transport = NullTransport()
         conn = KafkaConnection(broker.core.server)
-        conn.connection_made(NullTransport())  # type: ignore[arg-type]
-        blob = memoryview(b"".join(frames[:PIPELINE]))
-        per = min(PIPELINE, len(frames))
+        conn.connection_made(transport)  # type: ignore[arg-type]
 
-        def feed() -> None:
+        def feed(blob: memoryview) -> None:
             off = 0
             while off < len(blob):
                 buf = conn.get_buffer(-1)
@@ -102,33 +361,70 @@ async def measure(case: str, requests: int, profile: bool) -> tuple[float, int]:
                 off += k
                 conn.buffer_updated(k)
 
-        for _ in range(20):  # warm up: codecs compiled, caches filled
-            feed()
-        await asyncio.sleep(0.05)
-        rounds = max(1, requests // per)
         prof = cProfile.Profile() if profile else None
-        start = time.perf_counter()
-        if prof is not None:
-            prof.enable()
-        for _ in range(rounds):
-            feed()
-            await asyncio.sleep(0)  # let the loop run what the requests scheduled
-        if prof is not None:
-            prof.disable()
-        elapsed = time.perf_counter() - start
+        if case.sequential:
+            transport.capture = True
+            blobs = [memoryview(f) for f in case.frames]
+            for i in range(WARMUP):  # the share session opened, the codecs compiled, caches filled
+                feed(blobs[i])
+                await transport.until(i + 1)
+            checked(case, transport.frames)
+            timed = blobs[WARMUP:]
+            start, cpu0 = time.perf_counter(), time.process_time()
+            if prof is not None:
+                prof.enable()
+            for i, blob in enumerate(timed, WARMUP + 1):
+                feed(blob)
+                await transport.until(i)
+            if prof is not None:
+                prof.disable()
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
+            checked(case, transport.frames[WARMUP:], WARMUP)  # every timed response, too
+            done = len(timed)
+        else:
+            blob = memoryview(b"".join(case.frames[:PIPELINE]))
+            per = min(PIPELINE, len(case.frames))
+            transport.capture = True
+            for i in range(20):  # warm up: codecs compiled, caches filled
+                feed(blob)
+                await transport.until((i + 1) * per)
+            transport.capture = False
+            checked(case, transport.frames)
+            await asyncio.sleep(0.05)
+            rounds = max(1, requests // per)
+            start, cpu0 = time.perf_counter(), time.process_time()
+            if prof is not None:
+                prof.enable()
+            for _ in range(rounds):
+                feed(blob)
+                await asyncio.sleep(0)  # let the loop run what the requests scheduled
+            if prof is not None:
+                prof.disable()
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
+            done = rounds * per
         conn.connection_lost(None)
         if prof is not None:
-            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
-        return elapsed / (rounds * per) * 1e6, len(frames[0])
+            pstats.Stats(prof).sort_stats(sort).print_stats(30)
+        return Result(elapsed / done * 1e6, cpu / done * 1e6, len(case.frames[0]), done)
     finally:
         await broker.stop()
+
+
+RATIOS = [("ShareGroupHeartbeat / ConsumerGroupHeartbeat", "share-group-heartbeat", "consumer-group-heartbeat"),
+          ("ConsumerGroupHeartbeat / Heartbeat", "consumer-group-heartbeat", "heartbeat"),
+          ("ShareFetch (+ ack) / Fetch, 10 records", "share-fetch", "fetch"),
+          ("replica Fetch throttled / not throttled", "replica-fetch-throttled", "replica-fetch")]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=200_000)
-    parser.add_argument("--cases", default="heartbeat,produce,produce-64k")
+    parser.add_argument("--share-requests", type=int, default=20_000,
+                        help="requests of the one-at-a-time cases (fetch, share-fetch)")
+    parser.add_argument("--cases", default="heartbeat,consumer-group-heartbeat,share-group-heartbeat,produce,"
+                                           "produce-64k,fetch,share-fetch,replica-fetch,replica-fetch-throttled")
     parser.add_argument("--cprofile", action="store_true", help="print the top functions by own time")
+    parser.add_argument("--sort", default="tottime", help="the order of --cprofile's list (pstats: tottime, cumtime)")
     args = parser.parse_args()
     try:
         import uvloop
@@ -136,11 +432,18 @@ def main() -> None:
         uvloop.install()
     except ImportError:
         pass
+    results: dict[str, Result] = {}
     for case in args.cases.split(","):
-        n = args.requests // 10 if case == "produce-64k" else args.requests
-        us, size = asyncio.run(measure(case, n, args.cprofile))
-        print(f"{case:12s} {us:8.2f} µs/request  {1e6 / us:10,.0f} requests/s on one core  "
-              f"({size:,} B frames; {size / us:,.0f} MB/s)")
+        n = (args.requests // 10 if case == "produce-64k" else
+             args.share_requests if case in ("fetch", "share-fetch") else args.requests)
+        r = results[case] = asyncio.run(measure(case, n, args.cprofile, args.sort))
+        print(f"{case:24s} {r.wall_us:8.2f} µs/request ({r.cpu_us:8.2f} µs CPU)  {1e6 / r.wall_us:10,.0f} requests/s "
+              f"on one core  ({r.size:,} B frames; {r.requests:,} requests)", flush=True)
+    lines = [(label, results[a], results[b]) for label, a, b in RATIOS if a in results and b in results]
+    if lines:
+        print("\nnew request path / classic counterpart, same run (aim: within 1.5x)")
+        for label, new, old in lines:
+            print(f"  {label:46s} {new.wall_us / old.wall_us:5.2f}x wall  {new.cpu_us / old.cpu_us:5.2f}x CPU")
 
 
 if __name__ == "__main__":

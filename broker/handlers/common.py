@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from broker.cluster.image import MetadataImage
     from broker.config.settings import BrokerConfig
 
-__all__ = ["NO_OPERATIONS", "broker_entries", "endpoint", "security_disabled", "valid_topic_name"]
+__all__ = ["NO_OPERATIONS", "broker_entries", "endpoint", "security_disabled", "too_many_partitions",
+           "valid_topic_name"]
 
 #: ``*_authorized_operations`` when they were not asked for (or no authorizer runs)
 NO_OPERATIONS = -2147483648
@@ -49,3 +50,10 @@ def broker_entries(image: MetadataImage, listener: str) -> list[dict[str, Any]]:
 def security_disabled(config: BrokerConfig) -> str | None:
     """Kafka answers the ACL APIs with SECURITY_DISABLED when no authorizer is configured."""
     return None if config.authorizer_enabled else "No Authorizer is configured (authorizer.enabled=false)."
+
+
+def too_many_partitions(asked: int, config: BrokerConfig) -> str:
+    """The POLICY_VIOLATION message of a CreateTopics or CreatePartitions creating more than
+    ``max.partitions.per.request`` partitions."""
+    return (f"Excessively large number of partitions per request: {asked} asked, at most "
+            f"{config.max_partitions_per_request} (max.partitions.per.request).")

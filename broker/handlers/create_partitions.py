@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.admin.topics import TopicError
-from broker.handlers.create_topics import too_many_partitions
+from broker.handlers.common import too_many_partitions
 from broker.handlers.registry import Reply, handles
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 async def create_partitions(s: Services, ctx: RequestContext, req: Obj) -> Reply:
     added = 0
     for t in req.topics:
-        topic = s.metadata.image.topic(t.name)
+        topic = s.image.topic(t.name)
         if topic is not None:
             added += max(0, t.count - topic.partition_count)
     if added > s.config.max_partitions_per_request:
         return Obj(throttle_time_ms=0, results=[
             {"name": t.name, "error_code": ErrorCode.POLICY_VIOLATION,
-             "error_message": too_many_partitions(added, s)} for t in req.topics])
+             "error_message": too_many_partitions(added, s.config)} for t in req.topics])
     results = []
     for t in req.topics:
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}

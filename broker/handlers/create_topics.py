@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.admin.topics import TopicError
 from broker.cluster.internal_topics import is_internal_topic
+from broker.handlers.common import too_many_partitions
 from broker.handlers.registry import Reply, handles
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
@@ -28,15 +29,9 @@ async def create_topics(s: Services, ctx: RequestContext, req: Obj) -> Reply:
     if asked > s.config.max_partitions_per_request:
         return Obj(throttle_time_ms=0, topics=[
             {"name": t.name, "num_partitions": -1, "replication_factor": -1, "configs": None,
-             "error_code": E.POLICY_VIOLATION, "error_message": too_many_partitions(asked, s)} for t in req.topics])
+             "error_code": E.POLICY_VIOLATION, "error_message": too_many_partitions(asked, s.config)} for t in req.topics])
     results = [await _create_one(s, t, req.validate_only, timeout_s) for t in req.topics]
     return Obj(throttle_time_ms=0, topics=results)
-
-
-def too_many_partitions(asked: int, s: Services) -> str:
-    """The POLICY_VIOLATION message of a request creating more than ``max.partitions.per.request`` partitions."""
-    return (f"Excessively large number of partitions per request: {asked} asked, at most "
-            f"{s.config.max_partitions_per_request} (max.partitions.per.request).")
 
 
 async def _create_one(s: Services, t: Obj, validate_only: bool, timeout_s: float) -> dict[str, Any]:

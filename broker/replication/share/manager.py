@@ -196,9 +196,10 @@ class SharePartitionManager:
         if epoch == FINAL_EPOCH:
             await self._written(ack_codes, writes)  # what failed to be written is released with the rest
             self._end_session(session, settings)
-        elif not renew:
-            await self._fetch(session, req, settings, answers, leaders, listener)
-        await self._written(ack_codes, writes)
+        else:
+            if not renew:
+                await self._fetch(session, req, settings, answers, leaders, listener)
+            await self._written(ack_codes, writes)
         if forgotten and epoch not in (0, FINAL_EPOCH):
             self._forget(group_id, forgotten)
         for tp, code in ack_codes.items():
@@ -404,18 +405,18 @@ class SharePartitionManager:
                     codes[tp] = E.INVALID_RECORD_STATE  # nothing of this share-partition is acquired here
                     continue
                 waiting = self._acknowledge(sp, member_id, parsed, settings)
-                codes[tp] = waiting if isinstance(waiting, int) else E.NONE  # in request order
-                if not isinstance(waiting, int):
+                if isinstance(waiting, int):
+                    codes[tp] = waiting
+                else:
+                    codes[tp] = E.NONE  # its place in request order; the write's outcome replaces it
                     pending.append((tp, waiting))
         return codes, pending
 
     @staticmethod
     async def _written(codes: dict[tuple[uuid.UUID, int], int],
                        writes: list[tuple[tuple[uuid.UUID, int], asyncio.Future[int]]]) -> None:
-        """Wait for the acknowledgements' state writes (taking them off ``writes``: a second call has none to wait
-        for): each partition's code is its write's outcome."""
-        while writes:
-            tp, waiting = writes.pop(0)
+        """Wait for the acknowledgements' state writes: each partition's code is its write's outcome."""
+        for tp, waiting in writes:
             codes[tp] = await waiting
 
     def _acknowledge(self, sp: SharePartition, member_id: str, batches: list[AckBatch],

@@ -264,8 +264,11 @@ async def test_wheel_timer_single_loop_handle() -> None:
         if len(order) == 4:
             done.set_result(None)
 
+    # Deadlines from one base: a busy machine may pause between the calls, which with
+    # call_later_ms would reorder the deadlines themselves.
+    base = timer.now_ms()
     for i, delay in enumerate([3, 1, 2]):
-        timer.call_later_ms(delay, lambda i=i: fire(i))
+        timer.call_at_ms(base + delay, lambda i=i: fire(i))
     for _ in range(50):
         timer.call_later_ms(10_000, lambda: order.append(-1)).cancel()
     assert timer._handle is not None

@@ -323,6 +323,46 @@ def test_new_partitions_and_deleted_topics_trigger_a_new_target() -> None:
     assert a.partitions() == {(tid, p) for p in range(4)}
 
 
+def test_a_heartbeat_that_changes_nothing_writes_nothing_and_any_change_still_counts() -> None:
+    s = Shard(Topics(t=2))
+    a = Client(s, "a", ["t"])
+    settle([a])
+    written = len(s.records)
+    for _ in range(3):
+        assert s.hb("a", a.epoch)["assignment"] is None
+    assert len(s.records) == written
+    # the member's metadata changing (here its rack) is written even in the steady state
+    req = {"group_id": "g", "member_id": "a", "member_epoch": a.epoch, "instance_id": None, "rack_id": "r1",
+           "rebalance_timeout_ms": -1, "subscribed_topic_names": None, "subscribed_topic_regex": None,
+           "server_assignor": None, "topic_partitions": None}
+    assert s.call(HB, 1, req)["error_code"] == E.NONE
+    assert len(s.records) == written + 1 and s.group().members["a"].rack_id == "r1"
+    # a subscription change in the steady state moves the group on
+    epoch = s.group().group_epoch
+    s.topics.create("u", 1)
+    s.run(s.c.metadata_changed(s.now))
+    assert s.group().group_epoch == epoch  # nobody subscribes to u yet
+    assert s.hb("a", a.epoch, topics=["t", "u"])["error_code"] == E.NONE
+    assert s.group().group_epoch == epoch + 1
+
+
+def test_a_group_loaded_while_its_topics_changed_sees_the_change_at_its_first_heartbeat() -> None:
+    s = Shard(Topics(t=2))
+    a = Client(s, "a", ["t"])
+    settle([a])
+    tid, _ = s.topics.topics["t"]
+    s.topics.topics["t"] = (tid, 3)  # grows while no coordinator has the group (no metadata_changed)
+    again = GroupCoordinator(s.config, now_ms=s.now, topics=s.topics)
+    for key, value in s.records:
+        again.load(0, key, value)
+    again.complete_load(s.now)
+    s.c = again
+    epoch = s.group().group_epoch
+    settle([a])
+    assert s.group().group_epoch == epoch + 1
+    assert a.partitions() == {(tid, p) for p in range(3)}
+
+
 def test_requests_are_validated() -> None:
     s = Shard(Topics(t=2))
     assert s.hb("", 0, topics=["t"])["error_code"] == E.INVALID_REQUEST

@@ -185,6 +185,9 @@ class ConsumerGroup:
     assignor_counts: dict[str, int] = field(default_factory=dict)
     #: when the last target assignment was computed here (in memory only; None: not since the load)
     assigned_at: int | None = None
+    #: the coordinator's metadata stamp when this group's subscription was last checked against the
+    #: topics (in memory only): a heartbeat that changes nothing skips the check while it is current
+    checked_stamp: int = -1
 
     @property
     def state(self) -> str:
@@ -309,6 +312,9 @@ class ConsumerGroups(GroupRecords):
         self._regex_views: dict[str, TopicView] = {}
         #: groups whose regexes must be resolved again once a view is known (topics changed meanwhile)
         self._stale_regexes: set[str] = set()
+        #: moves on whenever the topics may have changed (and on load): a group whose ``checked_stamp``
+        #: is older checks its subscription again
+        self._metadata_stamp = 0
 
     def session_timeout_ms(self, group_id: str) -> int:
         """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's."""
@@ -557,6 +563,15 @@ class ConsumerGroups(GroupRecords):
                 raise _Fail(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
                                                    f"({epoch}) than the one known by the group coordinator "
                                                    f"({member.member_epoch}).")
+        if epoch > 0 and self._unchanged(group, member, req, client_id, client_host):
+            # the steady state: nothing to write, nothing to reconcile; only the session moves on
+            self.timers.schedule((_SESSION, gid, mid), now_ms + self.session_timeout_ms(gid))
+            response = {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None,
+                        "member_id": mid, "member_epoch": member.member_epoch,
+                        "heartbeat_interval_ms": self.heartbeat_interval_ms(gid), "assignment": None}
+            if g("rebalance_timeout_ms") != -1 and g("subscribed_topic_names") is not None and owned is not None:
+                response["assignment"] = {"topic_partitions": _tp_list(member.assigned)}
+            return response
         known = mid in group.members
         before = ConsumerMember(**{f: getattr(member, f) for f in member.__slots__})  # type: ignore[attr-defined]
         updated = ConsumerMember(**{f: getattr(member, f) for f in member.__slots__})  # type: ignore[attr-defined]
@@ -599,6 +614,33 @@ class ConsumerGroups(GroupRecords):
         if full or member.assigned != before.assigned:
             response["assignment"] = {"topic_partitions": _tp_list(member.assigned)}
         return response
+
+    def _unchanged(self, group: ConsumerGroup, member: ConsumerMember, req: Any, client_id: str,
+                   client_host: str) -> bool:
+        """Whether this heartbeat of a known member at its epoch changes nothing: the same metadata, no
+        regular expression to resolve, the member Stable at the group's assignment epoch with no new
+        assignment pending, and the group's subscription checked since the topics last changed — what the
+        full path would conclude after copying the member twice and writing nothing."""
+        g = req.get
+        if (member.state is not MemberState.STABLE or member.member_epoch != group.assignment_epoch
+                or group.group_epoch != group.assignment_epoch or group.checked_stamp != self._metadata_stamp
+                or member.subscribed_topic_regex is not None or g("subscribed_topic_regex") is not None
+                or client_id != member.client_id or client_host != member.client_host):
+            return False
+        value = g("instance_id")
+        if value is not None and value != member.instance_id:
+            return False
+        value = g("rack_id")
+        if value is not None and value != member.rack_id:
+            return False
+        value = g("rebalance_timeout_ms")
+        if value != -1 and value != member.rebalance_timeout_ms:
+            return False
+        value = g("server_assignor")
+        if value is not None and value != member.server_assignor:
+            return False
+        value = g("subscribed_topic_names")
+        return value is None or tuple(sorted(set(value))) == member.subscribed_topic_names
 
     def _replace_static(self, group: ConsumerGroup, old: ConsumerMember, new_id: str) -> ConsumerMember:
         """A static member back with a new member id takes over its predecessor's place and partitions."""
@@ -658,6 +700,7 @@ class ConsumerGroups(GroupRecords):
             log.info("consumer group %s: epoch %d", gid, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
             self._maybe_assign(group)
+        group.checked_stamp = self._metadata_stamp
 
     def _maybe_assign(self, group: ConsumerGroup) -> None:
         """Compute the group's new target assignment now, or — when the last one is more recent than the
@@ -822,6 +865,7 @@ class ConsumerGroups(GroupRecords):
     def metadata_changed(self, now_ms: int) -> None:
         """Topics were created, deleted or grew: re-resolve regexes and refresh every group's subscription."""
         self._now = now_ms
+        self._metadata_stamp += 1
         for group in list(self.groups.values()):
             if not group.members:
                 continue
@@ -833,10 +877,13 @@ class ConsumerGroups(GroupRecords):
                     self._resolve_regex(group, pattern, self._regex_views[gid])
             if self._subscription(group) != group.subscription:
                 self._refresh_subscription(group, False)
+            group.checked_stamp = self._metadata_stamp
 
     def complete_load(self, now_ms: int) -> None:
-        """After replay: every member gets a fresh session."""
+        """After replay: every member gets a fresh session (and each group checks its subscription against
+        the topics with its first heartbeat: they may have changed while it was loading)."""
         self._now = now_ms
+        self._metadata_stamp += 1
         for group in self.groups.values():
             for member in group.members.values():
                 self.timers.schedule((_SESSION, group.group_id, member.member_id),

@@ -340,6 +340,8 @@ def summarize_profile(path: str, top: int = 12) -> str:
         return f"  (no profile at {path})"
     for line in lines:
         stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue  # a frame name py-spy could not read cut the line
         n = int(count)
         frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].rsplit("/", 1)[-1] + ")" if " (" in f else f
                   for f in stack.split(";")]
@@ -387,7 +389,7 @@ class Bench:
 
     def start_broker(self, name: str, settings: list[str] | None = None) -> int:
         extra = ["--log-level", "WARNING"]
-        for s in settings or []:
+        for s in [*(settings or []), *self.args.broker_set]:
             extra += ["--set", s]
         if self.args.cprofile:
             self.broker = CProfiledBroker(os.path.join(self.tmp, name), extra_args=extra,
@@ -885,6 +887,8 @@ def main() -> None:
     cpus = os.cpu_count() or 1
     ap.add_argument("--broker-cpu", type=int, default=0 if cpus >= 2 else None)
     ap.add_argument("--loadgen-cpu", type=int, default=1 if cpus >= 2 else None)
+    ap.add_argument("--broker-set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a broker setting for every case's broker (repeatable)")
     ap.add_argument("--profile", default=None, help="directory for py-spy profiles of each case")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the broker's user/system CPU per case")
     ap.add_argument("--cprofile", default=None, help="directory for cProfile output of each broker run")

@@ -224,6 +224,37 @@ def test_leaving() -> None:
     assert shard.group().state == "Empty"
 
 
+def test_a_heartbeat_that_changes_nothing_writes_nothing_and_any_change_still_counts() -> None:
+    shard = Shard(Topics(t=2))
+    a = Member(shard, "a", ["t"])
+    settle([a])
+    written = len(shard.records)
+    for _ in range(3):
+        assert a.beat()["assignment"] is None
+    assert len(shard.records) == written
+    assert shard.hb("a", a.epoch, rack="r1")["error_code"] == E.NONE  # a new rack is written
+    assert len(shard.records) == written + 1 and shard.group().members["a"].rack_id == "r1"
+    b = Member(shard, "b", ["t"])
+    settle([a, b])  # the steady member gives up a partition when another joins
+    assert len(a.assignment) == len(b.assignment) == 1
+
+
+def test_a_group_loaded_while_its_topics_changed_sees_the_change_at_its_first_heartbeat() -> None:
+    topics = Topics(t=1)
+    shard = Shard(topics)
+    a = Member(shard, "a", ["t"])
+    settle([a])
+    tid = topics.topic_id("t")
+    topics.topics["t"] = (tid, 2)  # grows while no coordinator has the group (no metadata_changed)
+    loaded = shard.new()
+    for key, value in shard.records:
+        loaded.load(0, key, value)
+    shard.run(loaded.complete_load(shard.now))
+    shard.c = loaded
+    settle([a])
+    assert a.assignment == {(tid, 0), (tid, 1)}
+
+
 def test_the_records_rebuild_the_groups() -> None:
     shard = Shard(Topics(t=3, u=1))
     a, b = Member(shard, "a", ["t"]), Member(shard, "b", ["t", "u"])

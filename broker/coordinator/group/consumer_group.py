@@ -185,9 +185,8 @@ class ConsumerGroup:
     assignor_counts: dict[str, int] = field(default_factory=dict)
     #: when the last target assignment was computed here (in memory only; None: not since the load)
     assigned_at: int | None = None
-    #: the coordinator's metadata stamp when this group's subscription was last checked against the
-    #: topics (in memory only): a heartbeat that changes nothing skips the check while it is current
-    checked_stamp: int = -1
+    #: see ``GroupRecords._checked`` (in memory only)
+    checked_stamp: int = field(default=-1, compare=False, repr=False)
 
     @property
     def state(self) -> str:
@@ -312,9 +311,6 @@ class ConsumerGroups(GroupRecords):
         self._regex_views: dict[str, TopicView] = {}
         #: groups whose regexes must be resolved again once a view is known (topics changed meanwhile)
         self._stale_regexes: set[str] = set()
-        #: moves on whenever the topics may have changed (and on load): a group whose ``checked_stamp``
-        #: is older checks its subscription again
-        self._metadata_stamp = 0
 
     def session_timeout_ms(self, group_id: str) -> int:
         """The group's ``consumer.session.timeout.ms`` (a group config), else the broker's."""
@@ -623,7 +619,7 @@ class ConsumerGroups(GroupRecords):
         full path would conclude after copying the member twice and writing nothing."""
         g = req.get
         if (member.state is not MemberState.STABLE or member.member_epoch != group.assignment_epoch
-                or group.group_epoch != group.assignment_epoch or group.checked_stamp != self._metadata_stamp
+                or group.group_epoch != group.assignment_epoch or not self._checked(group)
                 or member.subscribed_topic_regex is not None or g("subscribed_topic_regex") is not None
                 or client_id != member.client_id or client_host != member.client_host):
             return False
@@ -700,7 +696,7 @@ class ConsumerGroups(GroupRecords):
             log.info("consumer group %s: epoch %d", gid, group.group_epoch)
         if group.group_epoch > group.assignment_epoch:
             self._maybe_assign(group)
-        group.checked_stamp = self._metadata_stamp
+        self._mark_checked(group)
 
     def _maybe_assign(self, group: ConsumerGroup) -> None:
         """Compute the group's new target assignment now, or — when the last one is more recent than the
@@ -865,7 +861,7 @@ class ConsumerGroups(GroupRecords):
     def metadata_changed(self, now_ms: int) -> None:
         """Topics were created, deleted or grew: re-resolve regexes and refresh every group's subscription."""
         self._now = now_ms
-        self._metadata_stamp += 1
+        self._topics_changed()
         for group in list(self.groups.values()):
             if not group.members:
                 continue
@@ -877,13 +873,13 @@ class ConsumerGroups(GroupRecords):
                     self._resolve_regex(group, pattern, self._regex_views[gid])
             if self._subscription(group) != group.subscription:
                 self._refresh_subscription(group, False)
-            group.checked_stamp = self._metadata_stamp
+            self._mark_checked(group)
 
     def complete_load(self, now_ms: int) -> None:
         """After replay: every member gets a fresh session (and each group checks its subscription against
         the topics with its first heartbeat: they may have changed while it was loading)."""
         self._now = now_ms
-        self._metadata_stamp += 1
+        self._topics_changed()
         for group in self.groups.values():
             for member in group.members.values():
                 self.timers.schedule((_SESSION, group.group_id, member.member_id),

@@ -63,12 +63,16 @@ class GroupRecords:
 
     #: the family of records the manager writes and reads (set by each subclass)
     codecs: RecordCodecs
+    #: group id -> the group (each has an in-memory ``checked_stamp``)
+    groups: dict[str, Any]
 
     def __init__(self) -> None:
         self._out: list[tuple[str, bytes, bytes | None]] = []
         #: group id -> its committed records, key -> value, in the order of their last write
         self._committed: dict[str, dict[bytes, bytes]] = {}
         self._epoch_bumps = 0
+        #: moves on whenever the topics may have changed (and on load); see :meth:`_checked`
+        self._metadata_stamp = 0
 
     def drain(self) -> list[tuple[str, bytes, bytes | None]]:
         """The records emitted since the last call, as ``(group id, key, value)``, in order."""
@@ -100,6 +104,25 @@ class GroupRecords:
         k, v = self.codecs.encode(record_type, key, value)
         self._apply(record_type, key, value)
         self._out.append((group_id, k, v))
+        group = self.groups.get(group_id)
+        if group is not None:
+            group.checked_stamp = -1  # changed: its next heartbeat takes the full path
+
+    # A heartbeat that changes nothing may skip recomputing the group's subscription from the topics —
+    # as long as no record changed the group and the topics have not changed since the full path last
+    # did it.  ``checked_stamp`` (each group's, in memory only) holds the stamp of then.
+
+    def _topics_changed(self) -> None:
+        """The topics may have changed (or the groups were just loaded): every group checks again."""
+        self._metadata_stamp += 1
+
+    def _mark_checked(self, group: Any) -> None:
+        """``group``'s subscription was just brought up to date with the topics."""
+        group.checked_stamp = self._metadata_stamp
+
+    def _checked(self, group: Any) -> bool:
+        """Whether ``group`` is unchanged since its subscription was last brought up to date."""
+        return bool(group.checked_stamp == self._metadata_stamp)
 
     def _restore(self, group_ids: set[str], in_flight: Iterable[tuple[str, bytes, bytes | None]]) -> None:
         """Apply again the committed records of ``group_ids``, then those of ``in_flight`` (the writes not

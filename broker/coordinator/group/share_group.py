@@ -148,6 +148,8 @@ class ShareGroup:
     initialized: dict[uuid.UUID, tuple[str, frozenset[int]]] = field(default_factory=dict)
     #: topic id -> name of topics whose share state is being deleted
     deleting: dict[uuid.UUID, str] = field(default_factory=dict)
+    #: see ``GroupRecords._checked`` (in memory only)
+    checked_stamp: int = field(default=-1, compare=False, repr=False)
 
     @property
     def state(self) -> str:
@@ -389,6 +391,12 @@ class ShareGroups(GroupRecords):
                 raise _Fail(E.FENCED_MEMBER_EPOCH, f"The share group member has a smaller member epoch ({epoch}) "
                                                    f"than the one known by the group coordinator "
                                                    f"({member.member_epoch}).")
+        if epoch != 0 and self._unchanged(group, member, req, client_id, client_host):
+            # the steady state: nothing to write, nothing to reconcile; only the session moves on
+            self._touch(group, member)
+            return {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None, "member_id": mid,
+                    "member_epoch": member.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms(gid),
+                    "assignment": None}
         if gid not in self.groups:
             self.groups[gid] = group
         updated = ShareMember(mid, member.rack_id if g("rack_id") is None else g("rack_id"), client_id, client_host,
@@ -408,6 +416,18 @@ class ShareGroups(GroupRecords):
         return {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None, "member_id": mid,
                 "member_epoch": member.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms(gid),
                 "assignment": {"topic_partitions": _tp_list(member.assigned)} if full else None}
+
+    def _unchanged(self, group: ShareGroup, member: ShareMember, req: Any, client_id: str, client_host: str) -> bool:
+        """Whether this heartbeat of a known member at its epoch changes nothing: no subscription sent, the
+        same rack and client, the member at the group's assignment epoch with its target, no assignment
+        pending, and the group unchanged since its subscription was last brought up to date with the topics
+        — what the full path would conclude without writing anything."""
+        g = req.get
+        rack = g("rack_id")
+        return (g("member_epoch") == member.member_epoch == group.assignment_epoch == group.group_epoch
+                and g("subscribed_topic_names") is None and (rack is None or rack == member.rack_id)
+                and client_id == member.client_id and client_host == member.client_host
+                and self._checked(group) and member.assigned == group.target.get(member.member_id, {}))
 
     def _touch(self, group: ShareGroup, member: ShareMember) -> None:
         self.timers.schedule((_SESSION, group.group_id, member.member_id),
@@ -463,6 +483,7 @@ class ShareGroups(GroupRecords):
             log.info("share group %s: epoch %d", gid, epoch)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, subscription)
+        self._mark_checked(group)
 
     def _assign(self, group: ShareGroup, subscription: Mapping[str, tuple[uuid.UUID, int]]) -> None:
         gid = group.group_id
@@ -587,6 +608,7 @@ class ShareGroups(GroupRecords):
     def metadata_changed(self, now_ms: int) -> None:
         """Topics were created, deleted or grew: every group with members refreshes its subscription."""
         self._now = now_ms
+        self._topics_changed()
         for group in list(self.groups.values()):
             if group.members and (metadata_hash(self._subscription(group)) != group.metadata_hash
                                   or any(self.topics.topic_id(name) != tid
@@ -596,6 +618,7 @@ class ShareGroups(GroupRecords):
     def complete_load(self, now_ms: int) -> None:
         """After replay: every member gets a fresh session; pending initialisations are sent again."""
         self._now = now_ms
+        self._topics_changed()
         for group in self.groups.values():
             for member in group.members.values():
                 self._touch(group, member)

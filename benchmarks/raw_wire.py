@@ -1,6 +1,6 @@
 """The broker's own ceiling: raw Kafka requests over the wire, no client library in the way.
 
-    .venv/bin/python benchmarks/raw_wire.py [--cases ingest,egress,small,many,memory]
+    .venv/bin/python benchmarks/raw_wire.py [--cases ingest,egress,small,many,memory,tls]
         [--ingest-mb 2000] [--memory-gb 10] [--broker-cpu 0] [--loadgen-cpu 1] [--profile DIR]
 
 Starts ``python -m broker`` (the pinned command line, default settings: ``log.flush.interval.ms``
@@ -34,6 +34,12 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   ``segment.bytes`` and ``retention.bytes`` set (``--latency-segment-mb``, ``--latency-retention-mb``)
   and the broker checks retention every ``--retention-check-ms``, so segment rolls, deletions and
   the periodic fsync all happen during a long run;
+* ``tls``      one broker with a PLAINTEXT and an SSL listener (a throwaway CA made with openssl): acks=1
+  Produce of 1 MB batches (8 in flight) over each, then the egress fetch above over each (both of
+  the same topic, written over PLAINTEXT), in ``--tls-rounds`` alternating rounds, the best of each
+  kept; prints SSL / PLAINTEXT for produce and for fetch (PLAINTEXT's fetch is ``sendfile``; over
+  TLS the broker copies record data through OpenSSL).  The load generator decrypts and encrypts with
+  Python's ``ssl`` (OpenSSL) on its own core;
 * ``memory``   broker peak RSS (``/proc/<pid>/status`` VmRSS, sampled every 50 ms) while
   ingesting ``--memory-gb`` GB of 1 MB batches over 4 connections.
 
@@ -52,6 +58,7 @@ import dataclasses
 import os
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -64,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from limits import CHUNK, pinned, sendfile_rate, socket_rate
+from security import make_pki
 
 from broker.testing.harness import BrokerProcess
 from protocol.api import APIS, ApiKey, decode_response, encode_request
@@ -265,7 +273,8 @@ class Pipeline(asyncio.Protocol):
                 raise SystemExit(f"API {self.api} answered errors {codes}")
 
 
-async def _run_pipelines(port: int, specs: list[dict[str, Any]]) -> tuple[float, list[Pipeline]]:
+async def _run_pipelines(port: int, specs: list[dict[str, Any]],
+                         tls: ssl.SSLContext | None = None) -> tuple[float, list[Pipeline]]:
     loop = asyncio.get_running_loop()
     remaining = [len(specs)]
     all_done = loop.create_future()
@@ -277,7 +286,8 @@ async def _run_pipelines(port: int, specs: list[dict[str, Any]]) -> tuple[float,
 
     pipes: list[Pipeline] = []
     for spec in specs:
-        _, proto = await loop.create_connection(lambda s=spec: Pipeline(done=one_done, **s), "127.0.0.1", port)
+        _, proto = await loop.create_connection(lambda s=spec: Pipeline(done=one_done, **s), "127.0.0.1", port,
+                                                ssl=tls, server_hostname="localhost" if tls else None)
         pipes.append(proto)
     start = time.perf_counter()
     for p in pipes:
@@ -291,13 +301,14 @@ async def _run_pipelines(port: int, specs: list[dict[str, Any]]) -> tuple[float,
     return elapsed, pipes
 
 
-def run_pipelines(port: int, specs: list[dict[str, Any]]) -> tuple[float, list[Pipeline]]:
+def run_pipelines(port: int, specs: list[dict[str, Any]],
+                  tls: ssl.SSLContext | None = None) -> tuple[float, list[Pipeline]]:
     try:
         import uvloop
 
-        return uvloop.run(_run_pipelines(port, specs))
+        return uvloop.run(_run_pipelines(port, specs, tls))
     except ImportError:
-        return asyncio.run(_run_pipelines(port, specs))
+        return asyncio.run(_run_pipelines(port, specs, tls))
 
 
 # ------------------------------------------------------------------------------------- profiling
@@ -387,15 +398,15 @@ class Bench:
         self.profiler: Profiler | None = None
         self.results: list[str] = []
 
-    def start_broker(self, name: str, settings: list[str] | None = None) -> int:
+    def start_broker(self, name: str, settings: list[str] | None = None, listeners: list[str] | None = None) -> int:
         extra = ["--log-level", "WARNING"]
         for s in [*(settings or []), *self.args.broker_set]:
             extra += ["--set", s]
         if self.args.cprofile:
-            self.broker = CProfiledBroker(os.path.join(self.tmp, name), extra_args=extra,
+            self.broker = CProfiledBroker(os.path.join(self.tmp, name), extra_args=extra, listeners=listeners,
                                           output=os.path.join(self.args.cprofile, f"{name}.prof"))
         else:
-            self.broker = BrokerProcess(os.path.join(self.tmp, name), extra_args=extra)
+            self.broker = BrokerProcess(os.path.join(self.tmp, name), extra_args=extra, listeners=listeners)
         self.broker.start()
         assert self.broker.proc is not None
         if self.args.broker_cpu is not None:
@@ -438,7 +449,8 @@ class Bench:
                       f"({m.cpu / wall:.0%}); load generator CPU {own:.2f} s ({own / wall:.0%})]", flush=True)
 
     def produce_rate(self, port: int, topic: str, partitions: int, record_bytes: int, batch_bytes: int,
-                     total_bytes: int, window: int, conns: int = 1, *, case: str) -> tuple[float, float]:
+                     total_bytes: int, window: int, conns: int = 1, *, case: str,
+                     tls: ssl.SSLContext | None = None) -> tuple[float, float]:
         """Bytes/s of record batches acknowledged (acks=1), and bytes per broker CPU second."""
         records = batch(record_bytes, batch_bytes)
         n = max(window * 2, total_bytes // len(records))
@@ -449,7 +461,7 @@ class Bench:
             specs.append({"blobs": frames, "per_blob": 1, "window": window, "total": per_conn,
                           "api": ApiKey.PRODUCE, "version": PRODUCE_V})
         with self.measure(case) as m:
-            elapsed, _ = run_pipelines(port, specs)
+            elapsed, _ = run_pipelines(port, specs, tls)
         nbytes = per_conn * conns * len(records)
         return nbytes / elapsed, m.per_cpu(nbytes)
 
@@ -490,6 +502,43 @@ class Bench:
         per_cpu = m.per_cpu(nbytes)
         self.report(f"{'egress from the beginning, 16 MiB per fetch':50s} {rate / MB:9.1f} MB/s  "
                     f"{rate / limit:6.1%} of loopback sendfile; {per_cpu / MB:7.1f} MB per broker CPU-s")
+
+    def tls(self) -> None:
+        """Produce and fetch over a TLS listener beside the PLAINTEXT one of the same broker."""
+        a = self.args
+        pki = Path(self.tmp, "pki")
+        pki.mkdir()
+        ca, cert, key = make_pki(pki)
+        port = self.start_broker("tls", [f"ssl.certfile={cert}", f"ssl.keyfile={key}"], listeners=["PLAINTEXT", "SSL"])
+        assert self.broker is not None
+        tls_port = self.broker.listeners["SSL"]
+        context = ssl.create_default_context(cafile=str(ca))
+        total = a.ingest_mb * MB
+        rates: dict[str, tuple[float, float]] = {}
+        for rounds in range(a.tls_rounds):  # alternating, so a change of the machine's load hits both
+            for name, p, tls in (("PLAINTEXT", port, None), ("SSL", tls_port, context)):
+                topic = f"tls-{name.lower()}-{rounds}"
+                create_topic(port, topic, 1)
+                os.sync()
+                rate, per_cpu = self.produce_rate(p, topic, 1, 1000, 1_000_000, total, 8, case=f"tls-produce-{name}",
+                                                  tls=tls)
+                best = rates.get(f"produce {name}", (0.0, 0.0))
+                rates[f"produce {name}"] = max(best, (rate, per_cpu))
+        os.sync()
+        for _ in range(a.tls_rounds):
+            for name, p, tls in (("PLAINTEXT", port, None), ("SSL", tls_port, context)):
+                with self.measure(f"tls-fetch-{name}") as m, pinned(a.loadgen_cpu):
+                    nbytes, elapsed = fetch_all(p, "tls-plaintext-0", 16 << 20, tls)
+                best = rates.get(f"fetch {name}", (0.0, 0.0))
+                rates[f"fetch {name}"] = max(best, (nbytes / elapsed, m.per_cpu(nbytes)))
+        for label, (rate, per_cpu) in rates.items():
+            self.report(f"{f'TLS case: {label} (1 MB batches, best of {a.tls_rounds})':50s} {rate / MB:9.1f} MB/s  "
+                        f"{per_cpu / MB:7.1f} MB per broker CPU-s")
+        produce = rates["produce SSL"][0] / rates["produce PLAINTEXT"][0]
+        fetch = rates["fetch SSL"][0] / rates["fetch PLAINTEXT"][0]
+        self.report(f"{'TLS: produce over SSL / PLAINTEXT (aim >= 0.8)':50s} {produce:9.2f}x")
+        self.report(f"{'TLS: fetch over SSL / PLAINTEXT sendfile (aim >= 0.5)':50s} {fetch:9.2f}x")
+        self.stop_broker()
 
     def small(self) -> None:
         a = self.args
@@ -772,7 +821,7 @@ def consumer_group_heartbeat_frames(port: int, topic: str = "raw-wire-cgh") -> l
     return [encode_request(ApiKey.CONSUMER_GROUP_HEARTBEAT, CGH_V, i + 1, "raw-wire", body) for i in range(64)]
 
 
-def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
+def fetch_all(port: int, topic: str, partition_max: int, tls: ssl.SSLContext | None = None) -> tuple[int, float]:
     """Read the partition from offset 0 to its end, one Fetch at a time; (record bytes, seconds).
 
     Each response is read as it arrives, in pieces of at most ``limits.CHUNK`` bytes into one reused
@@ -780,8 +829,9 @@ def fetch_all(port: int, topic: str, partition_max: int) -> tuple[int, float]:
     (for the next fetch offset), so the load generator adds no copy of the records the limit does
     not have."""
     assert FETCH_V >= 13, "the response layout below is Fetch v13+ (topic ids, flexible versions)"
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    raw = socket.create_connection(("127.0.0.1", port))
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with tls.wrap_socket(raw, server_hostname="localhost") if tls else raw as sock:
         meta = call(sock, ApiKey.METADATA, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
         topic_id = meta.topics[0].topic_id
         offsets = call(sock, ApiKey.LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
@@ -873,9 +923,10 @@ def _stream_fetch_response(sock: socket.socket, piece: memoryview) -> tuple[int,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", default="ingest,egress,small,many,memory")
+    ap.add_argument("--cases", default="ingest,egress,small,many,memory,tls")
     ap.add_argument("--ingest-mb", type=int, default=2000, help="MB produced per ingest case")
     ap.add_argument("--memory-gb", type=float, default=10.0, help="GB ingested by the memory case")
+    ap.add_argument("--tls-rounds", type=int, default=2, help="alternating rounds of the tls case (best kept)")
     ap.add_argument("--small-requests", type=int, default=400_000, help="requests per small-request case")
     ap.add_argument("--latency-seconds", type=float, default=10.0, help="seconds of each latency run")
     ap.add_argument("--latency-acks", default="1,all", help="the acks settings of the latency runs")
@@ -911,6 +962,8 @@ def main() -> None:
                 bench.many()
             if "memory" in cases:
                 bench.memory()
+            if "tls" in cases:
+                bench.tls()
     finally:
         bench.stop_broker()
         shutil.rmtree(bench.tmp, ignore_errors=True)

@@ -89,6 +89,10 @@ log = logging.getLogger("kbroker.server")
 
 #: smallest piece copied into the write buffer when sendfile cannot be used, so copying progresses
 _MIN_COPY = 64 * 1024
+#: largest piece read and handed to the transport at once when sendfile cannot be used (TLS): a piece
+#: is read, encrypted and copied on while it is still in the CPU's cache; 4 MiB pieces (the write
+#: buffer's size) went at half the MB per CPU-second (benchmarks/RESULTS.md, "TLS over the wire")
+_MAX_COPY = 256 * 1024
 #: the scratch buffer the connections of one server read small requests into
 SCRATCH_BYTES = 256 * 1024
 #: a large request's own buffer starts this much above ``message.max.bytes`` (one batch and its
@@ -556,7 +560,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.server.sendfile_bytes += sent
             else:
                 room = self.server.write_buffer_bytes - transport.get_write_buffer_size()
-                data = os.pread(handle.fileno(), min(remaining, max(room, _MIN_COPY)), position)
+                data = os.pread(handle.fileno(), min(remaining, max(room, _MIN_COPY), _MAX_COPY), position)
                 if data:
                     transport.write(data)
                 sent = len(data)

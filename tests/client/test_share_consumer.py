@@ -132,17 +132,19 @@ async def test_a_rejected_record_never_comes_back(bs: str) -> None:
 
 
 async def test_renew_keeps_a_slow_record_past_its_lock(bs: str) -> None:
-    group, topic = await new_queue(bs, **{"share.record.lock.duration.ms": "1000"})
+    # A lock several times longer than one renewal round (a commit and a 200 ms poll), so that a busy
+    # machine pausing the loop for a moment does not let the lock run out between two renewals.
+    group, topic = await new_queue(bs, **{"share.record.lock.duration.ms": "3000"})
     await produce(bs, topic, ["slow"])
     async with share(bs, topic, group) as slow, share(bs, topic, group) as other:
         [record] = await take(slow, 1)
-        assert slow.acquisition_lock_timeout_ms == 1000
+        assert slow.acquisition_lock_timeout_ms == 3000
         seen_by_other: list[Record] = []
-        held_until = time.monotonic() + 3.0  # three lock durations
+        held_until = time.monotonic() + 6.0  # two lock durations
         while time.monotonic() < held_until:
             slow.acknowledge(record, AcknowledgeType.RENEW)
             assert await slow.commit() == {TopicPartition(topic, 0): None}
-            for records in (await other.getmany(timeout_ms=300)).values():
+            for records in (await other.getmany(timeout_ms=200)).values():
                 seen_by_other += records
         assert seen_by_other == []
         slow.acknowledge(record, AcknowledgeType.ACCEPT)

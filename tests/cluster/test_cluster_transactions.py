@@ -29,6 +29,18 @@ def coordinator_of(bootstrap: str, transactional_id: str) -> int:
     return asyncio.run(find())
 
 
+def decided(bootstrap: str) -> bool:
+    """Every transaction on the topic has its markers (written after EndTxn is answered: until then the last
+    stable offset ends a read_committed read early): the last stable offsets are the log end offsets."""
+    from client.sync import SyncConsumer
+    from client.types import TopicPartition
+
+    tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+    with SyncConsumer(bootstrap_servers=bootstrap) as plain, \
+            SyncConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed") as committed:
+        return committed.end_offsets(tps) == plain.end_offsets(tps)
+
+
 def read_committed(bootstrap: str) -> list[bytes]:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -94,6 +106,7 @@ def test_coordinator_broker_dies_mid_transaction(cluster: KBrokerCluster) -> Non
     after = produce_txn(producer, "after", N)
     producer.commit_transaction(90)
 
+    wait_for(lambda: decided(survivors), "every transaction's markers")
     got = read_committed(survivors)
     seen_middle = [v for v in got if v.startswith(b"middle-")]
     assert len(seen_middle) in (0, N), f"{len(seen_middle)} of {N} records of the interrupted transaction"

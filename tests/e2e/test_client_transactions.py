@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_transactions import create_topic, end_offsets, read_topic
+from test_transactions import create_topic, end_offsets, read_topic, wait_markers
 
 import client.txn_requests
 from client import (
@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 PARTS = 3
 
 
-async def read_ours(bs: str, topic: str, isolation: str, parts: int = PARTS, timeout_s: float = 30) -> list[bytes]:
+async def read_ours(bs: str, topic: str, isolation: str, parts: int = PARTS, timeout_s: float = 60) -> list[bytes]:
     """Every value of ``topic`` our consumer sees at ``isolation``, up to the end it reports."""
     out: list[bytes] = []
     async with Consumer(bootstrap_servers=bs, isolation_level=isolation, auto_offset_reset="earliest") as c:
@@ -82,6 +82,7 @@ async def test_committed_and_aborted_transactions_as_readers_see_them(shared_bro
         async with p.transaction():
             await p.send(topic, b"d-0", partition=1)
     committed = sorted([b"a-%d" % i for i in range(30)] + [b"d-0"])
+    wait_markers(bs, topic, PARTS)  # written after EndTxn is answered
     assert sorted(await read_ours(bs, topic, "read_committed")) == committed
     theirs = read_topic(bs, topic, "read_committed")
     assert sorted(v for vs in theirs.values() for v in vs) == committed
@@ -124,6 +125,7 @@ async def test_a_second_producer_with_the_same_id_fences_the_first(shared_broker
     finally:
         for p in (old, new, newer):
             await p.close()
+    wait_markers(bs, topic, PARTS)  # written after EndTxn is answered
     assert await read_ours(bs, topic, "read_committed") == [b"new-0", b"newer-0"]
 
 
@@ -146,6 +148,7 @@ async def test_the_broker_aborts_a_transaction_past_its_timeout(shared_broker: A
     assert read_topic(bs, topic, "read_committed", 1) == {0: []}
     async with Producer(bootstrap_servers=bs, transactional_id="slow") as again, again.transaction():
         await again.send(topic, b"on-time", partition=0)
+    wait_markers(bs, topic, 1)  # written after EndTxn is answered
     assert await read_ours(bs, topic, "read_committed", 1) == [b"on-time"]
 
 
@@ -163,6 +166,7 @@ async def test_a_failed_send_makes_the_transaction_abortable(shared_broker: Any)
         await p.abort_transaction()
         async with p.transaction():
             await p.send(topic, b"after", partition=0)
+    wait_markers(bs, topic, 1)  # written after EndTxn is answered
     assert await read_ours(bs, topic, "read_committed", 1) == [b"after"]
 
 
@@ -229,6 +233,7 @@ def test_consume_transform_produce_exactly_once_through_kill_9_of_app_and_broker
     app = apps[-1]
     assert app.proc.wait(180) == 0, "\n".join(app.lines[-40:])
     expected = sorted(b"out-in-%d" % i for i in range(n))
+    wait_markers(bs, "ctp-ours-out", PARTS)  # the last transaction's, written after EndTxn is answered
     theirs = read_topic(bs, "ctp-ours-out", "read_committed", PARTS, timeout=60)
     counts = Counter(v for vs in theirs.values() for v in vs)
     assert sorted(counts) == expected, f"missing: {sorted(set(expected) - set(counts))[:10]}"

@@ -102,7 +102,7 @@ def test_double_underscore_user_topics_are_ordinary(broker: BrokerThread) -> Non
         # which may trail the CreatePartitions answer by a moment
         want = ('kbroker_log_end_offset{partition="0",topic="__mytopic"} 1.0',
                 'kbroker_log_end_offset{partition="2",topic="__mytopic"} 0.0')
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a liveness bound
         while True:
             text = broker.call(lambda: generate_latest(broker.core.metrics.registry)).decode()
             if all(w in text for w in want) or time.monotonic() > deadline:

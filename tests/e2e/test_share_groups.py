@@ -111,7 +111,7 @@ def test_release_redelivers_at_once_and_reject_never(broker: BrokerProcess, read
     reader = start(readers, ShareReader(bs, group, [topic], explicit=True, decide=decide))
     produce(bs, topic, values(12), batch=12)
     released = {f"v{i}" for i in range(0, 12, 3)}
-    wait_until(lambda: len(reader.records) >= 12 + len(released), timeout=20, what="released records again")
+    wait_until(lambda: len(reader.records) >= 12 + len(released), what="released records again")
     counts = Counter(reader.values())
     assert {v for v, n in counts.items() if n == 2} == released
     assert all(n == 1 for v, n in counts.items() if v not in released)

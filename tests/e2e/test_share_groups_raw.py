@@ -144,7 +144,9 @@ def test_record_limit_and_batch_optimized_modes(broker: BrokerProcess, client: R
 
 
 def test_renew_keeps_a_slow_record(broker: BrokerProcess, client: RawClient) -> None:
-    group, topic, tid = setup(broker, client, records=3, share_record_lock_duration_ms="2000")
+    # the lock is several times one renewal round (an acknowledgement and a 250 ms fetch): a busy machine
+    # pausing the test for a moment does not let it run out between two renewals
+    group, topic, tid = setup(broker, client, records=3, share_record_lock_duration_ms="4000")
     slow, other = RawMember(client, group, tid), RawMember(client, group, tid)
     slow.join(topic)
     other.join(topic)
@@ -152,13 +154,15 @@ def test_renew_keeps_a_slow_record(broker: BrokerProcess, client: RawClient) -> 
     assert other.fetch(epoch=0, max_wait_ms=0).error_code == E.NONE
     renewal = slow.fetch(renew=True, acks=[(0, 2, [RENEW])], max_records=0, max_wait_ms=0)
     assert renewal.error_code == E.NONE and partition_entry(renewal).acknowledge_error_code == E.NONE
-    assert renewal.acquisition_lock_timeout_ms == 2000
+    assert renewal.acquisition_lock_timeout_ms == 4000
     assert slow.fetch(renew=True, acks=[(0, 2, [RENEW])], max_records=5).error_code == E.INVALID_REQUEST
-    deadline = time.monotonic() + 5  # two and a half lock durations, renewed every second
+    deadline = time.monotonic() + 9  # two and a quarter lock durations, renewed every quarter second
     while time.monotonic() < deadline:
+        for member in (slow, other):  # both stay members: longer than a session (6 s) without a heartbeat
+            assert member.heartbeat(None).error_code == E.NONE
         resp = slow.acknowledge([(0, 2, [RENEW])], renew=True)
-        assert partition_entry(resp).error_code == E.NONE and resp.acquisition_lock_timeout_ms == 2000
-        assert acquired(other.fetch(max_wait_ms=1000)) == []
+        assert partition_entry(resp).error_code == E.NONE and resp.acquisition_lock_timeout_ms == 4000
+        assert acquired(other.fetch(max_wait_ms=250)) == []
     assert partition_entry(slow.acknowledge([(0, 2, [ACCEPT])])).error_code == E.NONE
     produce(broker.bootstrap_servers, topic, ["later"])
     resp = wait_until(lambda: (r := other.fetch(max_wait_ms=1000)) and acquired(r) and r, what="the new record")

@@ -10,7 +10,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from test_transactions import create_topic, read_topic
+from test_transactions import create_topic, read_topic, wait_markers
 
 N = 1000
 PARTITIONS = 3
@@ -142,6 +142,7 @@ def test_consume_transform_produce_survives_kill_9(broker_process: Any) -> None:
     thread.join(10)
     assert loop.error is None, repr(loop.error)
     assert killed_at < N, "the crash came after the work was done"
+    wait_markers(bs, TOPIC_OUT, PARTITIONS)  # the last transaction's, written after EndTxn is answered
     out = read_topic(bs, TOPIC_OUT, "read_committed", PARTITIONS, timeout=60)
     counts = Counter(v for vs in out.values() for v in vs)
     assert sorted(counts) == sorted(b"out-in-%d" % i for i in range(N))

@@ -44,7 +44,7 @@ def scrape(port: int) -> Scrape:
         return Scrape(resp.read().decode())
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05, what: str = "") -> Any:
     deadline = time.monotonic() + timeout
     while True:
         result = predicate()

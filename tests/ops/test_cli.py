@@ -165,7 +165,7 @@ def test_groups_describe_shows_lag_after_commits(broker):
     member = SyncConsumer("cli-lag", bootstrap_servers=broker.bootstrap_servers, group_id="cli-readers",
                           client_id="lag-watcher", enable_auto_commit=False)
     try:
-        wait_for(lambda: member.getmany(timeout_ms=100) is not None and len(member.assignment()) == 2, 20,
+        wait_for(lambda: member.getmany(timeout_ms=100) is not None and len(member.assignment()) == 2, 60,
                  what="assignment")
         data = json.loads(ok(kbroker(broker, "groups", "describe", "cli-readers", "--json")))
         assert data["state"] == "Stable" and len(data["members"]) == 1

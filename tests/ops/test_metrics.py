@@ -21,7 +21,7 @@ from protocol.records import COMPILED, encode_batch
 def _join(bs: str, topic: str, group: str, **extra: object) -> SyncConsumer:
     consumer = SyncConsumer(topic, bootstrap_servers=bs, group_id=group, auto_offset_reset="earliest",
                             enable_auto_commit=False, **extra)
-    wait_for(lambda: consumer.getmany(timeout_ms=200) is not None and consumer.assignment(), 20,
+    wait_for(lambda: consumer.getmany(timeout_ms=200) is not None and consumer.assignment(), 60,
              what=f"{group} assignment")
     return consumer
 
@@ -74,7 +74,7 @@ def test_produce_moves_bytes_in_messages_and_log_gauges(metrics_broker):
                       fetch_max_wait_ms=100) as consumer:
         consumer.assign([TopicPartition("orders", 0), TopicPartition("orders", 1)])
         got = 0
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a liveness bound, not a timing assertion
         while got < 25 and time.monotonic() < deadline:
             got += sum(len(r) for r in consumer.getmany(timeout_ms=500).values())
         assert got == 25
@@ -120,11 +120,11 @@ def test_group_join_moves_group_and_rebalance_metrics(metrics_broker):
 
     first = _join(bs, "events", "billing")
     try:
-        page = wait_for(lambda: (p := scrape(port)).value("kbroker_groups", state="Stable") == 1 and p, 10,
+        page = wait_for(lambda: (p := scrape(port)).value("kbroker_groups", state="Stable") == 1 and p, 60,
                         what="a Stable group")
         assert page.value("kbroker_group_members", group="billing") == 1
         rebalances1 = wait_for(lambda: (v := scrape(port).value("kbroker_group_rebalances_total")) > rebalances0
-                               and v, 10, what="rebalance counted")
+                               and v, 60, what="rebalance counted")
         assert scrape(port).value("kbroker_group_rebalance_duration_seconds_count") >= durations0
 
         second = _join(bs, "events", "billing")
@@ -134,9 +134,9 @@ def test_group_join_moves_group_and_rebalance_metrics(metrics_broker):
                 second.getmany(timeout_ms=100)
                 return len(first.assignment()) == 2 and len(second.assignment()) == 2
 
-            wait_for(split, 30, what="the 2/2 split")
+            wait_for(split, 60, what="the 2/2 split")
             page = wait_for(lambda: (p := scrape(port)).value("kbroker_group_members", group="billing") == 2
-                            and p, 10, what="two members")
+                            and p, 60, what="two members")
             assert page.value("kbroker_group_rebalances_total") > rebalances1
             assert page.value("kbroker_group_rebalance_duration_seconds_count") > durations0
             assert page.value("kbroker_active_connections") >= 2
@@ -144,7 +144,7 @@ def test_group_join_moves_group_and_rebalance_metrics(metrics_broker):
             second.close()
     finally:
         first.close()
-    page = wait_for(lambda: (p := scrape(port)).value("kbroker_groups", state="Empty") == 1 and p, 15,
+    page = wait_for(lambda: (p := scrape(port)).value("kbroker_groups", state="Empty") == 1 and p, 60,
                     what="the group to become Empty")
     assert page.value("kbroker_group_members", group="billing") == 0
 
@@ -189,9 +189,9 @@ def test_waiting_long_poll_fetches_and_connections(metrics_broker):
         consumer.assign([TopicPartition("quiet", 0)])
         # a getmany keeps the consumer's position resolved; the fetcher parks a long poll
         wait_for(lambda: consumer.getmany(timeout_ms=100) is not None
-                 and scrape(port).value("kbroker_waiting_fetches") >= 1, 15, what="a parked fetch")
+                 and scrape(port).value("kbroker_waiting_fetches") >= 1, 60, what="a parked fetch")
         assert scrape(port).value("kbroker_active_connections") > idle.value("kbroker_active_connections")
-    wait_for(lambda: scrape(port).value("kbroker_waiting_fetches") == 0, 10, what="fetches released")
+    wait_for(lambda: scrape(port).value("kbroker_waiting_fetches") == 0, 60, what="fetches released")
 
 
 def test_deleted_topic_series_disappear(metrics_broker):

@@ -68,6 +68,19 @@ class Ends:
         self.lso.close()
 
 
+def settled(bootstrap: str, topic: str, partitions: int) -> None:
+    """Until every transaction on ``topic`` is decided: its markers are written after EndTxn is answered, and
+    until then the last stable offset would end a read_committed read early."""
+    ends = Ends(bootstrap, topic, partitions)
+    try:
+        deadline = time.monotonic() + 120  # a liveness bound
+        while ends.committed() != ends.written():
+            assert time.monotonic() < deadline, f"a transaction on {topic} was never decided"
+            time.sleep(0.05)
+    finally:
+        ends.close()
+
+
 class Job:
     """``eos_job.py`` in its own process group (the driver, its JVM and the Python workers)."""
 
@@ -146,6 +159,7 @@ def test_stream_killed_and_restarted_writes_each_record_once(bootstrap: str, tmp
         eos_ends.close()
         alo_ends.close()
     expected = {b"v%d-" % i + b"x" * (i % 37) for i in range(n)}
+    settled(bootstrap, eos, 2)
     got = Counter(values(bootstrap, eos, "read_committed", 2))
     assert set(got) == expected
     assert [v for v, k in got.items() if k > 1] == []
@@ -171,10 +185,12 @@ def test_a_replayed_micro_batch_is_not_written_twice(spark: Any, bootstrap: str,
     produce(bootstrap, src, 400, partitions=2)
     ck = tmp_path / "ck"
     _copy_available_now(spark, bootstrap, src, dst, str(ck), guarantee)
+    settled(bootstrap, dst, 2)
     assert len(values(bootstrap, dst, "read_committed", 2)) == 400
     for name in ("1", ".1.crc"):  # as if the driver died after the sink's commit of batch 1
         (ck / "commits" / name).unlink(missing_ok=True)
     _copy_available_now(spark, bootstrap, src, dst, str(ck), guarantee)  # Spark replays batch 1
+    settled(bootstrap, dst, 2)
     got = Counter(values(bootstrap, dst, "read_committed", 2))
     assert len(got) == 400 and set(got.values()) == {1}
     assert len(values(bootstrap, dst, "read_uncommitted", 2)) == 600  # rewritten by the replay, then aborted
@@ -185,13 +201,21 @@ def test_batch_write_commits_everything_or_nothing(spark: Any, bootstrap: str) -
     rows = spark.range(0, 900, 1, 3).selectExpr("cast(id as string) value")
     rows.write.format("kbroker").mode("append").option("kafka.bootstrap.servers", bootstrap) \
         .option("topic", dst).option("deliveryGuarantee", "exactly-once").save()
+    settled(bootstrap, dst, 2)
     assert sorted(values(bootstrap, dst, "read_committed", 2)) == sorted(str(i).encode() for i in range(900))
     failing = new_topic(bootstrap, partitions=2)
     from pyspark.sql.functions import udf
 
     def fail_from_600(value: str) -> str:  # local: pickled by value for the Python workers
-        if int(value) >= 600:  # the rows of task 2
-            time.sleep(3)  # the other tasks have written and prepared by now
+        if int(value) >= 600:  # the rows of task 2: it fails once the other tasks' rows are written (prepared)
+            from client import TopicPartition
+            from client.sync import SyncConsumer
+
+            tps = [TopicPartition(failing, p) for p in range(2)]
+            with SyncConsumer(bootstrap_servers=bootstrap) as ends:
+                deadline = time.monotonic() + 120  # a liveness bound (waited for, not slept: a busy machine)
+                while sum(ends.end_offsets(tps).values()) < 600 and time.monotonic() < deadline:
+                    time.sleep(0.05)
             raise RuntimeError("task 2 fails")
         return value
 

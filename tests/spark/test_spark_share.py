@@ -167,8 +167,9 @@ def test_a_failed_batch_is_delivered_again(spark: Any, bs: str, tmp_path: Path) 
 
 def test_a_slow_batch_keeps_its_records_past_the_lock_duration(spark: Any, bs: str, tmp_path: Path) -> None:
     """The locks of a running batch's records are renewed: another member polling the group while the batch
-    takes three lock durations gets none of them."""
-    group, topic = new_queue(bs, partitions=1, **{"share.record.lock.duration.ms": "1000"})
+    takes two lock durations gets none of them.  (The lock is long next to the source's renewal interval, half
+    a lock, so that a busy machine delaying one renewal for a moment does not let the locks run out.)"""
+    group, topic = new_queue(bs, partitions=1, **{"share.record.lock.duration.ms": "3000"})
     produce(bs, topic, 30)
     other: list[Any] = []
     stop = threading.Event()
@@ -186,7 +187,7 @@ def test_a_slow_batch_keeps_its_records_past_the_lock_duration(spark: Any, bs: s
             sc = SyncShareConsumer(topic, bootstrap_servers=bs, group_id=group)
             threading.Thread(target=poll_other, args=(sc,), daemon=True).start()
             wait_until(sc.assignment, WAIT_S, 0.1, "the other member's assignment")
-            stop.wait(3.0)  # three lock durations
+            stop.wait(6.0)  # two lock durations
         sink(df, batch_id)
 
     q = (share_stream(spark, bs, group, topic).writeStream.foreachBatch(slow)
@@ -203,9 +204,10 @@ def test_a_slow_batch_keeps_its_records_past_the_lock_duration(spark: Any, bs: s
 
 def test_what_a_fetch_brings_beyond_a_batch_is_held_for_the_next(bs: str) -> None:
     """The driver-side member alone (no Spark): a fetch acquires a whole log batch of 10 for a batch of 3;
-    the other 7 stay locked to it (renewed) while another member polls for three lock durations, make the
-    next batch, and everything is accepted once both batches commit."""
-    group, topic = new_queue(bs, partitions=1, **{"share.record.lock.duration.ms": "1000"})
+    the other 7 stay locked to it (renewed) while another member polls for two lock durations, make the
+    next batch, and everything is accepted once both batches commit.  (A lock long next to the renewal
+    interval, half a lock: a busy machine delaying one renewal for a moment does not let it run out.)"""
+    group, topic = new_queue(bs, partitions=1, **{"share.record.lock.duration.ms": "3000"})
     produce_values(bs, topic, [f"r{i}" for i in range(10)], batch=10)
     member = ShareBatches((topic,), {"bootstrap_servers": bs, "group_id": group}, poll_timeout_ms=300)
     try:
@@ -213,7 +215,7 @@ def test_what_a_fetch_brings_beyond_a_batch_is_held_for_the_next(bs: str) -> Non
         other: list[Any] = []
         with SyncShareConsumer(topic, bootstrap_servers=bs, group_id=group) as sc:
             wait_until(sc.assignment, WAIT_S, 0.1, "the other member's assignment")
-            held_until = time.monotonic() + 3.0  # three lock durations
+            held_until = time.monotonic() + 6.0  # two lock durations
             while time.monotonic() < held_until:
                 for records in sc.getmany(timeout_ms=200).values():
                     other += records

@@ -1,5 +1,6 @@
 """The machine's own limits, measured in the same run as a benchmark: what a Python process moves
-over a loopback TCP socket (``sendall`` / ``recv_into``) and with ``os.sendfile`` of a file.
+over a loopback TCP socket (``sendall`` / ``recv_into``), with ``os.sendfile`` of a file, and over
+TLS (Python's ``ssl``, i.e. OpenSSL, at both ends).
 
 Every benchmark that prints a broker rate prints one of these beside it, so the ratio says how
 close the broker gets to what the machine can do, whatever the machine.  With ``sender_cpu`` /
@@ -13,6 +14,7 @@ import contextlib
 import multiprocessing
 import os
 import socket
+import ssl
 import time
 from collections.abc import Callable, Iterator
 
@@ -131,6 +133,47 @@ def sendfile_rate(path: str, total: int, *, sender_cpu: int | None = None, recei
         a.close()
         if got < total:
             raise RuntimeError(f"sendfile loopback moved {got} of {total} bytes")
+        return elapsed
+
+    with pinned(receiver_cpu):
+        return total / _best(runs, once)
+
+
+def _send_tls(sock: socket.socket, context: ssl.SSLContext, total: int, cpu: int | None) -> None:
+    pin(cpu)
+    with context.wrap_socket(sock, server_side=True) as tls:
+        tls.recv(1)  # the go signal
+        view = memoryview(os.urandom(CHUNK))
+        sent = 0
+        while sent < total:
+            n = min(CHUNK, total - sent)
+            tls.sendall(view[:n])
+            sent += n
+
+
+def tls_socket_rate(total: int, cafile: str, certfile: str, keyfile: str, *, sender_cpu: int | None = None,
+                    receiver_cpu: int | None = None, runs: int = 3) -> float:
+    """Bytes/s over a loopback TLS connection: a child process ``sendall``s 1 MiB chunks through
+    ``ssl`` (certificate ``certfile``), this one ``recv_into``s them (trusting ``cafile``); best of
+    ``runs``.  What user-space TLS moves on this machine, one connection, one core at each end."""
+    ctx = multiprocessing.get_context("fork")
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(certfile, keyfile)
+    client = ssl.create_default_context(cafile=cafile)
+
+    def once() -> float:
+        a, b = loopback_pair()
+        child = ctx.Process(target=_send_tls, args=(b, server, total, sender_cpu))
+        child.start()
+        b.close()
+        with client.wrap_socket(a, server_hostname="localhost") as tls:
+            start = time.perf_counter()
+            tls.sendall(b"g")
+            got = receive_all(tls, total)  # type: ignore[arg-type]
+            elapsed = time.perf_counter() - start
+        child.join()
+        if got < total:
+            raise RuntimeError(f"TLS loopback moved {got} of {total} bytes")
         return elapsed
 
     with pinned(receiver_cpu):

@@ -38,8 +38,9 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   Produce of 1 MB batches (8 in flight) over each, then the egress fetch above over each (both of
   the same topic, written over PLAINTEXT), in ``--tls-rounds`` alternating rounds, the best of each
   kept; prints SSL / PLAINTEXT for produce and for fetch (PLAINTEXT's fetch is ``sendfile``; over
-  TLS the broker copies record data through OpenSSL).  The load generator decrypts and encrypts with
-  Python's ``ssl`` (OpenSSL) on its own core;
+  TLS the broker copies record data through OpenSSL), and the loopback TLS limit beside them (a
+  Python ``ssl`` sender and receiver pinned like the broker and this process).  The load generator
+  decrypts and encrypts with Python's ``ssl`` (OpenSSL) on its own core;
 * ``memory``   broker peak RSS (``/proc/<pid>/status`` VmRSS, sampled every 50 ms) while
   ingesting ``--memory-gb`` GB of 1 MB batches over 4 connections.
 
@@ -70,7 +71,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from limits import CHUNK, pinned, sendfile_rate, socket_rate
+from limits import CHUNK, pinned, sendfile_rate, socket_rate, tls_socket_rate
 from security import make_pki
 
 from broker.testing.harness import BrokerProcess
@@ -531,13 +532,18 @@ class Bench:
                     nbytes, elapsed = fetch_all(p, "tls-plaintext-0", 16 << 20, tls)
                 best = rates.get(f"fetch {name}", (0.0, 0.0))
                 rates[f"fetch {name}"] = max(best, (nbytes / elapsed, m.per_cpu(nbytes)))
+        limit = tls_socket_rate(min(total, 1000 * MB), str(ca), str(cert), str(key), sender_cpu=a.broker_cpu,
+                                receiver_cpu=a.loadgen_cpu)
         for label, (rate, per_cpu) in rates.items():
             self.report(f"{f'TLS case: {label} (1 MB batches, best of {a.tls_rounds})':50s} {rate / MB:9.1f} MB/s  "
                         f"{per_cpu / MB:7.1f} MB per broker CPU-s")
+        self.report(f"{'loopback TLS socket (ssl sendall/recv_into, 1 MiB)':50s} {limit / MB:9.1f} MB/s")
         produce = rates["produce SSL"][0] / rates["produce PLAINTEXT"][0]
         fetch = rates["fetch SSL"][0] / rates["fetch PLAINTEXT"][0]
         self.report(f"{'TLS: produce over SSL / PLAINTEXT (aim >= 0.8)':50s} {produce:9.2f}x")
-        self.report(f"{'TLS: fetch over SSL / PLAINTEXT sendfile (aim >= 0.5)':50s} {fetch:9.2f}x")
+        self.report(f"{'TLS: fetch over SSL / PLAINTEXT sendfile (aim >= 0.5)':50s} {fetch:9.2f}x  "
+                    f"(the loopback TLS socket is {limit / rates['fetch PLAINTEXT'][0]:.2f}x; fetch over SSL "
+                    f"{rates['fetch SSL'][0] / limit:.0%} of it)")
         self.stop_broker()
 
     def small(self) -> None:

@@ -113,30 +113,33 @@ def socket_rate(total: int, *, sender_cpu: int | None = None, receiver_cpu: int 
         return total / _best(runs, once)
 
 
+def _receive_from(child: Callable[..., None], args: tuple[object, ...], total: int, what: str,
+                  wrap: Callable[[socket.socket], socket.socket] | None = None) -> float:
+    """Seconds to receive ``total`` bytes over a loopback connection from a forked child running
+    ``child(its socket, *args)``, which sends once it reads the go signal; ``wrap``: this end's socket
+    wrapped (TLS)."""
+    a, b = loopback_pair()
+    process = multiprocessing.get_context("fork").Process(target=child, args=(b, *args))
+    process.start()
+    b.close()
+    with wrap(a) if wrap is not None else a as sock:
+        start = time.perf_counter()
+        sock.sendall(b"g")
+        got = receive_all(sock, total)
+        elapsed = time.perf_counter() - start
+    process.join()
+    if got < total:
+        raise RuntimeError(f"{what} loopback moved {got} of {total} bytes")
+    return elapsed
+
+
 def sendfile_rate(path: str, total: int, *, sender_cpu: int | None = None, receiver_cpu: int | None = None,
                   runs: int = 3) -> float:
     """Bytes/s of ``os.sendfile`` of ``path`` (its first ``total`` bytes, page-cache warm after the
     first run) over a loopback TCP socket, sent by a child process, received here; best of ``runs``."""
-    ctx = multiprocessing.get_context("fork")
     total = min(total, os.path.getsize(path))
-
-    def once() -> float:
-        a, b = loopback_pair()
-        child = ctx.Process(target=_send_file, args=(b, path, total, sender_cpu))
-        child.start()
-        b.close()
-        start = time.perf_counter()
-        a.sendall(b"g")
-        got = receive_all(a, total)
-        elapsed = time.perf_counter() - start
-        child.join()
-        a.close()
-        if got < total:
-            raise RuntimeError(f"sendfile loopback moved {got} of {total} bytes")
-        return elapsed
-
     with pinned(receiver_cpu):
-        return total / _best(runs, once)
+        return total / _best(runs, lambda: _receive_from(_send_file, (path, total, sender_cpu), total, "sendfile"))
 
 
 def _send_tls(sock: socket.socket, context: ssl.SSLContext, total: int, cpu: int | None) -> None:
@@ -156,25 +159,12 @@ def tls_socket_rate(total: int, cafile: str, certfile: str, keyfile: str, *, sen
     """Bytes/s over a loopback TLS connection: a child process ``sendall``s 1 MiB chunks through
     ``ssl`` (certificate ``certfile``), this one ``recv_into``s them (trusting ``cafile``); best of
     ``runs``.  What user-space TLS moves on this machine, one connection, one core at each end."""
-    ctx = multiprocessing.get_context("fork")
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(certfile, keyfile)
     client = ssl.create_default_context(cafile=cafile)
 
-    def once() -> float:
-        a, b = loopback_pair()
-        child = ctx.Process(target=_send_tls, args=(b, server, total, sender_cpu))
-        child.start()
-        b.close()
-        with client.wrap_socket(a, server_hostname="localhost") as tls:
-            start = time.perf_counter()
-            tls.sendall(b"g")
-            got = receive_all(tls, total)  # type: ignore[arg-type]
-            elapsed = time.perf_counter() - start
-        child.join()
-        if got < total:
-            raise RuntimeError(f"TLS loopback moved {got} of {total} bytes")
-        return elapsed
+    def wrap(sock: socket.socket) -> socket.socket:
+        return client.wrap_socket(sock, server_hostname="localhost")
 
     with pinned(receiver_cpu):
-        return total / _best(runs, once)
+        return total / _best(runs, lambda: _receive_from(_send_tls, (server, total, sender_cpu), total, "TLS", wrap))

@@ -434,6 +434,14 @@ class BrokerCore:
         ends = {(plog.topic, plog.partition): plog.high_watermark for plog in self.logs.logs()}
         for group, lag in self.group_service.total_lags(ends, MAX_LABELLED_GROUPS).items():
             values["lag:" + group] = lag
+        image = self.metadata.image
+        by_id = {}
+        for (topic, partition), end in ends.items():
+            t = image.topic(topic)
+            if t is not None:
+                by_id[(t.topic_id, partition)] = end
+        for group, lag in self.share_coordinator.total_lags(by_id, MAX_LABELLED_GROUPS).items():
+            values["lag:" + group] = lag  # group ids are unique across group types
         self.history.record(time.time(), values, topic_records)
 
     def _transaction_service(self, image: MetadataImage) -> TransactionService:

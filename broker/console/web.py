@@ -387,9 +387,11 @@ class Console:
                              self.settings.page_size)
         total = None if not isinstance(offsets, list) or any(r["lag"] is None for r in offsets) else \
             sum(r["lag"] for r in offsets)
-        lag_chart = chart("Total lag", [("lag", self.sources.history.gauge("lag:" + name))],
-                          lambda v: f"{v:,.0f}")
-        local_history = group["coordinator"] == self.sources.node_id and not share
+        # a consumer group's lag history is kept by its coordinator; a share group's by the share coordinators
+        # of its partitions (each broker charts those it coordinates, all of them on a single node)
+        lag_chart = chart("Total lag" if not share else "Lag of the share-partitions whose state this broker keeps",
+                          [("lag", self.sources.history.gauge("lag:" + name))], lambda v: f"{v:,.0f}")
+        local_history = group["coordinator"] == self.sources.node_id  # (consumer groups)
         return self._render(request, "group.html", "groups", f"Group {name}", group=group, name=name, offsets=rows,
                             page=page, offsets_error=offsets_error, total_lag=total, lag_chart=lag_chart,
                             local_history=local_history)

@@ -30,7 +30,8 @@ pytestmark = pytest.mark.slow
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     directory: Path = tmp_path_factory.mktemp("console-share")
     b = BrokerProcess(directory / "data", console=True,
-                      extra_args=share.share_args(**{"offsets.topic.num.partitions": "3", "console.refresh.ms": "1000"})).start()
+                      extra_args=share.share_args(**{"offsets.topic.num.partitions": "3", "console.refresh.ms": "1000",
+                                                     "console.history.interval.ms": "1000"})).start()
     try:
         yield b
     finally:
@@ -118,6 +119,12 @@ def test_a_share_group_is_listed_and_described_with_start_offsets_lag_and_action
     share.wait_until(lambda: described("10", "0", "Empty"), what="the group empty")
     share.produce(bs, topic, [f"job {i}" for i in range(10, 15)])
     share.wait_until(lambda: described("10", "5", "Empty"), what="lag 5")
+
+    def charted(lag: str) -> bool:  # the lag chart, sampled every second here
+        _, page = http.get(path)
+        return f"Lag of the share-partitions whose state this broker keeps: lag: {lag}<" in page
+
+    share.wait_until(lambda: charted("5"), what="lag 5 in the lag chart")
     page = http.post(path, {"action": "reset", "strategy": "earliest", "topic": ""})
     assert flashes(page, "ok") == ["offsets of 1 partition(s) reset to earliest"]
     share.wait_until(lambda: described("0", "15", "Empty"), what="start offset 0, lag 15")

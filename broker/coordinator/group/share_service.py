@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.runtime import now_ms
+from broker.coordinator.share.state import share_lag
 from protocol.api import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
@@ -129,9 +130,9 @@ class ShareGroupService:
                     entry["error_code"] = s["error_code"]
                 if version >= 1 and start >= 0:
                     end = await self._end_offset(name, p)
-                    done = max(0, s["delivery_complete_count"]) if s is not None else 0
+                    done = s["delivery_complete_count"] if s is not None else 0
                     if end >= 0:
-                        entry["lag"] = max(0, end - start - done)
+                        entry["lag"] = share_lag(end, start, done)
                 entries.append(entry)
             topics.append({"topic_name": name, "topic_id": tid or uuid.UUID(int=0), "partitions": entries})
         return {"group_id": gid, "topics": topics, "error_code": E.NONE, "error_message": None}

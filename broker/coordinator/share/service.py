@@ -11,7 +11,7 @@ NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.internal_topics import SHARE_GROUP_STATE_TOPIC
@@ -20,9 +20,11 @@ from protocol.error_codes import ErrorCode
 from protocol.primitives import Obj
 
 from .coordinator import Effects, ShareCoordinator, ShareCoordinatorConfig
-from .state import Key, state_partition
+from .state import Key, share_lag, state_partition
 
 if TYPE_CHECKING:
+    import uuid
+
     from broker.config.settings import BrokerConfig
     from broker.replication.replica_manager import ReplicaManager
     from protocol.timer_service import WheelTimer
@@ -98,6 +100,19 @@ class ShareCoordinatorService:
 
     def coordinators(self) -> Iterator[ShareCoordinator]:
         return self.runtime.coordinators()
+
+    def total_lags(self, end_offsets: Mapping[tuple[uuid.UUID, int], int], max_groups: int) -> dict[str, int]:
+        """Each share group's lag summed over the share-partitions this broker coordinates whose partition end
+        (by topic id) is in ``end_offsets`` (at most ``max_groups`` groups): what the console charts over time."""
+        lags: dict[str, int] = {}
+        for coordinator in self.coordinators():
+            for key, state in list(coordinator.states.items()):
+                end = end_offsets.get((key.topic_id, key.partition))
+                if end is None or state.start_offset < 0 or (key.group_id not in lags and len(lags) >= max_groups):
+                    continue
+                lags[key.group_id] = lags.get(key.group_id, 0) + share_lag(end, state.start_offset,
+                                                                           state.delivery_complete_count)
+        return lags
 
 
 def _complete(api_key: int, entry: dict[str, Any]) -> dict[str, Any]:

@@ -30,11 +30,17 @@ from protocol.schemas.share_records import (
 
 __all__ = ["ACKNOWLEDGED", "ARCHIVED", "AVAILABLE", "SNAPSHOT", "UPDATE", "Key", "ShareState", "StateBatch",
            "apply_update", "decode_record", "encode_snapshot", "encode_tombstones", "encode_update", "share_key",
-           "state_partition", "uuid_text"]
+           "share_lag", "state_partition", "uuid_text"]
 
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
 SNAPSHOT, UPDATE = 0, 1
 _I16 = struct.Struct(">h")
+
+
+def share_lag(end: int, start: int, done: int) -> int:
+    """A share-partition's lag: the records from its start offset to the partition's ``end`` whose delivery is
+    not complete (``done``: the delivery-complete count, -1 when unknown)."""
+    return max(0, end - start - max(0, done))
 
 
 class Key(NamedTuple):

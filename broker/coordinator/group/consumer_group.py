@@ -559,55 +559,49 @@ class ConsumerGroups(GroupRecords):
                 raise _Fail(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
                                                    f"({epoch}) than the one known by the group coordinator "
                                                    f"({member.member_epoch}).")
-        if epoch > 0 and self._unchanged(group, member, req, client_id, client_host):
-            # the steady state: nothing to write, nothing to reconcile; only the session moves on
-            self.timers.schedule((_SESSION, gid, mid), now_ms + self.session_timeout_ms(gid))
-            response = {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None,
-                        "member_id": mid, "member_epoch": member.member_epoch,
-                        "heartbeat_interval_ms": self.heartbeat_interval_ms(gid), "assignment": None}
-            if g("rebalance_timeout_ms") != -1 and g("subscribed_topic_names") is not None and owned is not None:
-                response["assignment"] = {"topic_partitions": _tp_list(member.assigned)}
-            return response
-        known = mid in group.members
-        before = ConsumerMember(**{f: getattr(member, f) for f in member.__slots__})  # type: ignore[attr-defined]
-        updated = ConsumerMember(**{f: getattr(member, f) for f in member.__slots__})  # type: ignore[attr-defined]
-        if instance is not None:
-            updated.instance_id = instance
-        if g("rack_id") is not None:
-            updated.rack_id = g("rack_id")
-        if g("rebalance_timeout_ms") != -1:
-            updated.rebalance_timeout_ms = g("rebalance_timeout_ms")
-        if g("server_assignor") is not None:
-            updated.server_assignor = g("server_assignor")
-        if g("subscribed_topic_names") is not None:
-            updated.subscribed_topic_names = tuple(sorted(set(g("subscribed_topic_names"))))
-        regex = g("subscribed_topic_regex")
-        if regex is not None:
-            updated.subscribed_topic_regex = regex or None
-        updated.client_id, updated.client_host = client_id, client_host
-        bump = not known or previous is not None
-        if updated.metadata_value() != before.metadata_value() or not known:
-            self._write_member(group, updated)
-            bump = bump or (updated.subscribed_topic_names, updated.subscribed_topic_regex,
-                            updated.server_assignor) != (before.subscribed_topic_names,
-                                                         before.subscribed_topic_regex, before.server_assignor)
-        member = group.members[mid]
-        if previous is not None:  # rejoining: start over without partitions
-            self._write_assignment(group, member, 0, -1, MemberState.STABLE, {}, {})
-        if updated.subscribed_topic_regex is not None:
-            self._regex_views[gid] = view
-            if updated.subscribed_topic_regex not in group.regexes or gid in self._stale_regexes:
-                # resolved after this heartbeat, as Kafka does: the literal topics are assigned first
-                self.timers.schedule((_REGEX, gid), now_ms)
-        self._refresh_subscription(group, bump)
-        self._reconcile(group, member, owned)
+        assigned_before = member.assigned
+        # a heartbeat that changes nothing (the steady state) writes nothing and reconciles nothing
+        if not (epoch > 0 and self._unchanged(group, member, req, client_id, client_host)):
+            known = mid in group.members
+            before = ConsumerMember(**{f: getattr(member, f) for f in member.__slots__})  # type: ignore[attr-defined]
+            updated = ConsumerMember(**{f: getattr(member, f) for f in member.__slots__})  # type: ignore[attr-defined]
+            if instance is not None:
+                updated.instance_id = instance
+            if g("rack_id") is not None:
+                updated.rack_id = g("rack_id")
+            if g("rebalance_timeout_ms") != -1:
+                updated.rebalance_timeout_ms = g("rebalance_timeout_ms")
+            if g("server_assignor") is not None:
+                updated.server_assignor = g("server_assignor")
+            if g("subscribed_topic_names") is not None:
+                updated.subscribed_topic_names = tuple(sorted(set(g("subscribed_topic_names"))))
+            regex = g("subscribed_topic_regex")
+            if regex is not None:
+                updated.subscribed_topic_regex = regex or None
+            updated.client_id, updated.client_host = client_id, client_host
+            bump = not known or previous is not None
+            if updated.metadata_value() != before.metadata_value() or not known:
+                self._write_member(group, updated)
+                bump = bump or (updated.subscribed_topic_names, updated.subscribed_topic_regex,
+                                updated.server_assignor) != (before.subscribed_topic_names,
+                                                             before.subscribed_topic_regex, before.server_assignor)
+            member = group.members[mid]
+            if previous is not None:  # rejoining: start over without partitions
+                self._write_assignment(group, member, 0, -1, MemberState.STABLE, {}, {})
+            if updated.subscribed_topic_regex is not None:
+                self._regex_views[gid] = view
+                if updated.subscribed_topic_regex not in group.regexes or gid in self._stale_regexes:
+                    # resolved after this heartbeat, as Kafka does: the literal topics are assigned first
+                    self.timers.schedule((_REGEX, gid), now_ms)
+            self._refresh_subscription(group, bump)
+            self._reconcile(group, member, owned)
         self._arm_timers(group, member)
         response: Response = {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None,
                               "member_id": mid, "member_epoch": member.member_epoch,
                               "heartbeat_interval_ms": self.heartbeat_interval_ms(gid), "assignment": None}
         full = epoch == 0 or (g("rebalance_timeout_ms") != -1 and g("subscribed_topic_names") is not None
                               and owned is not None)
-        if full or member.assigned != before.assigned:
+        if full or member.assigned != assigned_before:
             response["assignment"] = {"topic_partitions": _tp_list(member.assigned)}
         return response
 

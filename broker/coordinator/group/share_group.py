@@ -391,26 +391,22 @@ class ShareGroups(GroupRecords):
                 raise _Fail(E.FENCED_MEMBER_EPOCH, f"The share group member has a smaller member epoch ({epoch}) "
                                                    f"than the one known by the group coordinator "
                                                    f"({member.member_epoch}).")
-        if epoch != 0 and self._unchanged(group, member, req, client_id, client_host):
-            # the steady state: nothing to write, nothing to reconcile; only the session moves on
-            self._touch(group, member)
-            return {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None, "member_id": mid,
-                    "member_epoch": member.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms(gid),
-                    "assignment": None}
-        if gid not in self.groups:
-            self.groups[gid] = group
-        updated = ShareMember(mid, member.rack_id if g("rack_id") is None else g("rack_id"), client_id, client_host,
-                              member.subscribed_topic_names if g("subscribed_topic_names") is None
-                              else tuple(dict.fromkeys(g("subscribed_topic_names"))))
-        bump = False
-        if new_member or updated.metadata_value() != member.metadata_value():
-            self._emit(gid, MEMBER_METADATA, {"group_id": gid, "member_id": mid}, updated.metadata_value())
-            if new_member or updated.subscribed_topic_names != member.subscribed_topic_names:
-                bump = True
-        member = group.members[mid]
-        self._refresh(group, bump)
         before = member.assigned
-        self._reconcile(group, member)
+        # a heartbeat that changes nothing (the steady state) writes nothing and reconciles nothing
+        if not (epoch != 0 and self._unchanged(group, member, req, client_id, client_host)):
+            if gid not in self.groups:
+                self.groups[gid] = group
+            updated = ShareMember(mid, member.rack_id if g("rack_id") is None else g("rack_id"), client_id,
+                                  client_host, member.subscribed_topic_names if g("subscribed_topic_names") is None
+                                  else tuple(dict.fromkeys(g("subscribed_topic_names"))))
+            bump = False
+            if new_member or updated.metadata_value() != member.metadata_value():
+                self._emit(gid, MEMBER_METADATA, {"group_id": gid, "member_id": mid}, updated.metadata_value())
+                if new_member or updated.subscribed_topic_names != member.subscribed_topic_names:
+                    bump = True
+            member = group.members[mid]
+            self._refresh(group, bump)
+            self._reconcile(group, member)
         self._touch(group, member)
         full = epoch == 0 or g("subscribed_topic_names") is not None or member.assigned != before
         return {"throttle_time_ms": 0, "error_code": E.NONE, "error_message": None, "member_id": mid,

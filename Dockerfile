@@ -4,10 +4,11 @@
 #   docker build --target spark -t kbroker-spark .     # the Spark jobs' image (Java and PySpark added)
 #
 # Stages: "build" has a C compiler and turns the project and its dependencies into wheels, the
-# compiled record codec (protocol/_crecords.pyx, built with Cython) included; the runtime stage (the
-# last one, the default target) installs those wheels and nothing else — no compiler, no build tools —
-# and the build fails there if the compiled codec is not in use. "spark" adds Java and PySpark to the
-# same wheels for the jobs of spark_jobs/ (only built when asked for with --target spark).
+# compiled record codec (protocol/_crecords.pyx) and the request path's modules (protocol/compiled.py),
+# built with Cython, included; the runtime stage (the last one, the default target) installs those
+# wheels and nothing else — no compiler, no build tools — and the build fails there if any compiled
+# part is not in use. "spark" adds Java and PySpark to the same wheels for the jobs of spark_jobs/
+# (only built when asked for with --target spark).
 # The pip cache is a build cache mount: rebuilding after a source change downloads nothing again.
 
 FROM python:3.11-slim AS build
@@ -69,6 +70,7 @@ COPY --from=build /wheels/SHA256SUMS /usr/local/share/kbroker/wheels.sha256
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     pip install --no-cache-dir --no-index --find-links /wheels kbroker \
     && python -c "import sys, protocol.records as r; sys.exit(0 if r.COMPILED else 'the compiled record codec is missing')" \
+    && python -c "import sys, protocol.compiled as c; m = c.missing(); sys.exit(f'not compiled: {m}' if m else 0)" \
     && mkdir -p /data && chown kbroker:kbroker /data
 
 USER kbroker

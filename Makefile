@@ -10,7 +10,7 @@ DATA_DIR ?= ./data
 METRICS_PORT ?= 9464
 CONSOLE_PORT ?= 9080
 
-.PHONY: run test test-container install install-all lint bench clean
+.PHONY: run test test-container install install-all compile lint bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ $(STAMP_ALL): pyproject.toml setup.py protocol/_crecords.pyx | $(PY)
 install: $(STAMP_BASE)
 install-all: $(STAMP_ALL)
 
+## compile: (re)compile the request path's modules whose source changed since the install (setup.py);
+## a module not compiled for its current source runs as Python
+compile: $(STAMP_BASE)
+	$(PY) setup.py --quiet build_ext --inplace
+
 ## run: start the broker with the embedded single-node defaults (CONSOLE_PORT=none: no web console)
 run: $(STAMP_BASE)
 	@if [ "$(CONSOLE_PORT)" != none ]; then echo "kbroker console: http://127.0.0.1:$(CONSOLE_PORT)/ (the broker logs where it listens)"; fi
@@ -34,7 +39,7 @@ run: $(STAMP_BASE)
 		--console-port $(CONSOLE_PORT)
 
 ## test: install everything into .venv and run the whole suite, the container tests last
-test: $(STAMP_ALL)
+test: $(STAMP_ALL) compile
 	bash tests/setup_tools.sh
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
@@ -55,3 +60,4 @@ bench: $(STAMP_ALL)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
+	find protocol broker -name '*.kbc*.so' -delete

@@ -1,51 +1,107 @@
-"""Builds the optional compiled record codec (``protocol/_crecords.pyx``) at install time.
+"""Builds the optional compiled parts at install time; everything else is declared in ``pyproject.toml``.
 
-Everything else is declared in ``pyproject.toml``.  When Cython or a C compiler is missing, or
-the extension fails to build, the install goes on without it and ``protocol.records`` uses its
-pure-Python loops (``protocol.records.COMPILED`` says which one is in use).
+* the compiled record codec, ``protocol/_crecords.pyx`` (``protocol.records.COMPILED`` says
+  whether it is in use);
+* the request path's modules listed in ``protocol/compiled.py``, compiled with Cython from their
+  own ``.py`` into ``<module>.<source hash>.<ABI suffix>`` (``protocol.compiled.in_use()`` says
+  which run compiled).
+
+When Cython or a C compiler is missing, or an extension fails to build, the install goes on
+without it and that part runs in pure Python.  The C compiles run in parallel, one per core.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
+import os
+import shutil
 import sys
 from typing import Any
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from protocol.compiled import MODULES, source_tag  # the source tree's own list
+
+_SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def _source(module: str) -> str:
+    return module.replace(".", "/") + ".py"
+
 
 class OptionalBuildExt(build_ext):
-    """``build_ext`` that warns instead of failing: the compiled codec is an optimisation."""
+    """``build_ext`` that warns instead of failing (the compiled parts are an optimisation) and names
+    each compiled module's file after the source it was built from."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
         try:
             super().run()
         except Exception as exc:  # no compiler, no Python headers, ...
-            _skipped(exc)
+            _skipped("the compiled parts", exc)
 
     def build_extension(self, ext: Any) -> None:
         try:
-            super().build_extension(ext)
+            if not self._reused(ext):
+                super().build_extension(ext)
         except Exception as exc:
-            _skipped(exc)
+            _skipped(ext.name, exc)
+
+    def _reused(self, ext: Any) -> bool:
+        """A module already compiled in place from this very source (its file name says which) is
+        copied to where the build wants it instead of being compiled again."""
+        if ext.name not in MODULES:
+            return False
+        built = os.path.join(os.path.dirname(_source(ext.name)), os.path.basename(self.get_ext_filename(ext.name)))
+        target = self.get_ext_fullpath(ext.name)
+        if not os.path.exists(built):
+            return False
+        if os.path.abspath(built) != os.path.abspath(target):
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            shutil.copyfile(built, target)
+        return True
+
+    def get_ext_filename(self, fullname: str) -> str:
+        if fullname not in MODULES:
+            return str(super().get_ext_filename(fullname))
+        with open(_source(fullname), "rb") as f:
+            tag = source_tag(f.read())
+        return os.path.join(*fullname.split(".")) + f".{tag}{_SUFFIX}"
+
+    def get_ext_fullpath(self, ext_name: str) -> str:
+        if ext_name not in MODULES:
+            return str(super().get_ext_fullpath(ext_name))
+        filename = self.get_ext_filename(ext_name)
+        if not self.inplace:
+            return os.path.join(self.build_lib, filename)
+        package_dir = self.get_finalized_command("build_py").get_package_dir(ext_name.rpartition(".")[0])
+        return os.path.join(package_dir, os.path.basename(filename))
 
 
-def _skipped(exc: BaseException) -> None:
-    print(f"kbroker: the compiled record codec was not built ({exc}); the pure-Python one is used",
-          file=sys.stderr)
+def _skipped(what: str, exc: BaseException) -> None:
+    print(f"kbroker: {what} not built ({exc}); the pure-Python code is used", file=sys.stderr)
 
 
 def _extensions() -> list[Extension]:
     try:
         from Cython.Build import cythonize
     except ImportError:
-        _skipped(ImportError("Cython is not installed"))
+        _skipped("the compiled parts", ImportError("Cython is not installed"))
         return []
+    extensions = [Extension("protocol._crecords", ["protocol/_crecords.pyx"])]
+    extensions += [Extension(m, [_source(m)]) for m in MODULES]
     try:
-        return cythonize([Extension("protocol._crecords", ["protocol/_crecords.pyx"])],  # type: ignore[no-any-return]
-                         compiler_directives={"language_level": "3"}, quiet=True)
+        # Python semantics throughout: annotations are not C types, functions introspect as Python ones
+        return cythonize(extensions, quiet=True, nthreads=os.cpu_count() or 1,  # type: ignore[no-any-return]
+                         compiler_directives={"language_level": "3", "binding": True, "annotation_typing": False})
     except Exception as exc:
-        _skipped(exc)
+        _skipped("the compiled parts", exc)
         return []
 
 

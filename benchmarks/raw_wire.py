@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/raw_wire.py [--cases ingest,egress,small,many,memory,tls]
         [--ingest-mb 2000] [--memory-gb 10] [--broker-cpu 0] [--loadgen-cpu 1] [--profile DIR]
+        [--compare-pure [--compare-rounds 2]]
 
 Starts ``python -m broker`` (the pinned command line, default settings: ``log.flush.interval.ms``
 1000, i.e. the periodic fsync is on) through :class:`broker.testing.harness.BrokerProcess`, pinned to
@@ -20,7 +21,9 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   ``os.sendfile`` of the same segment file;
 * ``small``    Heartbeats/s of a Stable one-member group, ConsumerGroupHeartbeats/s of a KIP-848
   member that owns its partition (steady state: nothing changed since its last heartbeat) and acks=1
-  Produce requests/s of one 10-record batch (100-byte records), 4 connections x 64 in flight;
+  Produce requests/s of one 10-record batch (100-byte records), 4 connections x 64 in flight; with
+  ``--compare-pure`` these also with every module as Python (``KBROKER_PURE_PYTHON=1``) in
+  ``--compare-rounds`` alternating rounds, and the ratios compiled / Python (protocol/compiled.py);
 * ``many``     100 producer connections over a 10-partition topic (64 KiB batches, 2 in flight
   each) against one connection (64 KiB batches, 8 in flight), then the produce latency of those
   100 connections sending at half the measured peak rate for ``--latency-seconds``, once per
@@ -45,7 +48,8 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   ingesting ``--memory-gb`` GB of 1 MB batches over 4 connections.
 
 ``--profile DIR`` records each case's broker with ``py-spy`` (``pip install py-spy``) into
-``DIR/<case>.txt`` (collapsed stacks) and prints the top functions by own time.
+``DIR/<case>.txt`` (collapsed stacks) and prints the top functions by own time; profiling
+(``--profile``, ``--cprofile``) runs every module as Python, since the profilers see Python frames only.
 MB = 10^6 bytes.
 """
 
@@ -76,6 +80,7 @@ from security import make_pki
 
 from broker.testing.harness import BrokerProcess
 from protocol.api import APIS, ApiKey, decode_response, encode_request
+from protocol.compiled import PURE_PYTHON_ENV
 from protocol.primitives import rd_uvarint
 from protocol.records import encode_batch
 
@@ -546,9 +551,11 @@ class Bench:
                     f"{rates['fetch SSL'][0] / limit:.0%} of it)")
         self.stop_broker()
 
-    def small(self) -> None:
+    def small(self, tag: str = "") -> list[float]:
+        """Heartbeat, ConsumerGroupHeartbeat and small Produce rates (requests/s), each reported."""
         a = self.args
         port = self.start_broker("small")
+        rates = []
         hb = heartbeat_frames(port)
         n = a.small_requests
         conns, window, group = 4, 64, 16
@@ -557,14 +564,16 @@ class Bench:
         with self.measure("heartbeat") as m:
             elapsed, _ = run_pipelines(port, [dict(spec) for _ in range(conns)])
         done = n // conns * conns
-        self.report(f"{'Heartbeats/s, 4 connections x 64 in flight':50s} {done / elapsed:11,.0f}  "
+        rates.append(done / elapsed)
+        self.report(f"{'Heartbeats/s, 4 connections x 64 in flight' + tag:50s} {done / elapsed:11,.0f}  "
                     f"{m.per_cpu(done):11,.0f} per broker CPU-s")
         cgh = consumer_group_heartbeat_frames(port)
         spec = {"blobs": [b"".join(cgh[:group])], "per_blob": group, "window": window, "total": n // conns,
                 "api": ApiKey.CONSUMER_GROUP_HEARTBEAT, "version": CGH_V}
         with self.measure("consumer-group-heartbeat") as m:
             elapsed, _ = run_pipelines(port, [dict(spec) for _ in range(conns)])
-        self.report(f"{'ConsumerGroupHeartbeats/s, 4 x 64 in flight':50s} {done / elapsed:11,.0f}  "
+        rates.append(done / elapsed)
+        self.report(f"{'ConsumerGroupHeartbeats/s, 4 x 64 in flight' + tag:50s} {done / elapsed:11,.0f}  "
                     f"{m.per_cpu(done):11,.0f} per broker CPU-s")
         create_topic(port, "small", 1)
         records = batch(100, 10 * 108)
@@ -573,9 +582,28 @@ class Bench:
                 "api": ApiKey.PRODUCE, "version": PRODUCE_V}
         with self.measure("produce-small") as m:
             elapsed, _ = run_pipelines(port, [dict(spec) for _ in range(conns)])
-        self.report(f"{'acks=1 Produce/s (10 x 100 B), 4 x 64 in flight':50s} {done / elapsed:11,.0f}  "
+        rates.append(done / elapsed)
+        self.report(f"{'acks=1 Produce/s (10 x 100 B), 4 x 64 in flight' + tag:50s} {done / elapsed:11,.0f}  "
                     f"{m.per_cpu(done):11,.0f} per broker CPU-s")
         self.stop_broker()
+        return rates
+
+    def small_compared(self) -> None:
+        """The small-request cases with every module as Python (``KBROKER_PURE_PYTHON=1``), then as the
+        install built them (protocol/compiled.py), in alternating rounds; the ratios of the best of each."""
+        pure: list[list[float]] = []
+        built: list[list[float]] = []
+        for _ in range(self.args.compare_rounds):
+            os.environ[PURE_PYTHON_ENV] = "1"
+            try:
+                pure.append(self.small(" [Python]"))
+            finally:
+                os.environ.pop(PURE_PYTHON_ENV, None)
+            built.append(self.small(" [compiled]"))
+        for i, what in enumerate(("Heartbeats/s", "ConsumerGroupHeartbeats/s", "acks=1 small Produce/s")):
+            best_pure, best_built = max(r[i] for r in pure), max(r[i] for r in built)
+            self.report(f"{what + ' compiled / Python':50s} {best_built / best_pure:11.2f}x "
+                        f"({best_built:,.0f} against {best_pure:,.0f}, best of {len(pure)} rounds each)")
 
     def many(self) -> None:
         a = self.args
@@ -950,7 +978,14 @@ def main() -> None:
     ap.add_argument("-v", "--verbose", action="store_true", help="print the broker's user/system CPU per case")
     ap.add_argument("--cprofile", default=None, help="directory for cProfile output of each broker run")
     ap.add_argument("--dir", default=None, help="parent of the temporary data directories")
+    ap.add_argument("--compare-pure", action="store_true",
+                    help="the small cases also with every module as Python (KBROKER_PURE_PYTHON=1), and the ratios")
+    ap.add_argument("--compare-rounds", type=int, default=2, help="alternating rounds of --compare-pure")
     args = ap.parse_args()
+    if (args.profile or args.cprofile) and not args.compare_pure:
+        # the profilers see Python frames only: profile the modules as Python (protocol/compiled.py)
+        os.environ[PURE_PYTHON_ENV] = "1"
+        print(f"profiling: {PURE_PYTHON_ENV}=1 (every module as Python, so the profile sees it)", flush=True)
     for d in (args.profile, args.cprofile):
         if d:
             os.makedirs(d, exist_ok=True)
@@ -962,7 +997,9 @@ def main() -> None:
         with pinned(args.loadgen_cpu):
             if cases & {"ingest", "egress"}:
                 bench.ingest_and_egress("egress" in cases)
-            if "small" in cases:
+            if "small" in cases and args.compare_pure:
+                bench.small_compared()
+            elif "small" in cases:
                 bench.small()
             if "many" in cases:
                 bench.many()

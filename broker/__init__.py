@@ -5,6 +5,7 @@ Run it with ``python -m broker`` or embed it::
     from broker import Broker, BrokerConfig, BrokerThread
 """
 
+import protocol  # noqa: F401  (first: it installs the import hook of the compiled modules, protocol/compiled.py)
 from broker.config.settings import BrokerConfig
 from broker.testing.embedded import Broker, BrokerThread
 

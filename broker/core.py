@@ -75,6 +75,7 @@ from broker.security.setup import (
     server_listeners,
 )
 from client.security import ClientSecurity
+from protocol import compiled
 from protocol.timer_service import WheelTimer
 
 if TYPE_CHECKING:
@@ -342,8 +343,9 @@ class BrokerCore:
         self.started = True
         listening = ", ".join(f"{lst.name}://{self.server.bound[lst.name][0]}:{self.server.bound[lst.name][1]}"
                               for lst in self.server.listeners)
-        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s), record codec %s",
-                 config.node_id, listening, host, port, data, self.cluster_id, self.kv.description, RECORD_CODEC)
+        log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s), record codec %s, "
+                 "%d of %d request-path modules compiled", config.node_id, listening, host, port, data,
+                 self.cluster_id, self.kv.description, RECORD_CODEC, len(compiled.in_use()), len(compiled.MODULES))
 
     # -- the web console ------------------------------------------------------------------
     async def _start_console(self, address: tuple[str, int]) -> None:

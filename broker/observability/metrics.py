@@ -28,6 +28,7 @@ from prometheus_client.exposition import start_http_server
 from prometheus_client.utils import floatToGoString
 
 from broker.cluster.internal_topics import is_internal_topic
+from protocol import compiled
 from protocol.records import COMPILED
 
 if TYPE_CHECKING:
@@ -200,6 +201,10 @@ class BrokerMetrics:
         self.record_codec = Info("kbroker_record_codec", "The record codec in use: compiled (built at install "
                                  "with Cython) or python (the pure-Python fallback)", registry=r)
         self.record_codec.info({"codec": RECORD_CODEC})
+        self.compiled_modules = Gauge("kbroker_compiled_modules", "How many of the request path's modules "
+                                      "(protocol/compiled.py) run compiled with Cython; the rest run as Python",
+                                      registry=r)
+        self.compiled_modules.set_function(lambda: len(compiled.in_use()))
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}

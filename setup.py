@@ -95,7 +95,9 @@ def _extensions() -> list[Extension]:
         _skipped("the compiled parts", ImportError("Cython is not installed"))
         return []
     extensions = [Extension("protocol._crecords", ["protocol/_crecords.pyx"])]
-    extensions += [Extension(m, [_source(m)]) for m in MODULES]
+    # -O1 without debug info: these are calls into the Python C API, where -O3 gains nothing measurable
+    # and -O1 -g0 compiles in less than half the time; -w: the warnings are about Cython's C, not ours
+    extensions += [Extension(m, [_source(m)], extra_compile_args=["-O1", "-g0", "-w"]) for m in MODULES]
     try:
         # Python semantics throughout: annotations are not C types, functions introspect as Python ones
         return cythonize(extensions, quiet=True, nthreads=os.cpu_count() or 1,  # type: ignore[no-any-return]

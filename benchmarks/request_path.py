@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/request_path.py [--requests 200000] [--share-requests 20000]
         [--cases heartbeat,consumer-group-heartbeat,share-group-heartbeat,produce,produce-64k,fetch,share-fetch,
-                 replica-fetch,replica-fetch-throttled] [--cprofile]
+                 replica-fetch,replica-fetch-throttled] [--cprofile] [--compare-pure ROUNDS]
 
 An in-process broker (:class:`broker.testing.embedded.Broker`) and one :class:`broker.network.server.KafkaConnection`
 on a transport that discards what it is given.  Pre-encoded requests are copied into the connection's
@@ -50,9 +50,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import cProfile
+import os
 import pstats
+import re
 import socket
+import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -62,12 +67,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# cProfile sees Python functions only: --cprofile profiles the modules as Python (protocol/compiled.py),
+# which must be decided before anything imports protocol
+os.environ["KBROKER_PURE_PYTHON"] = "1" if "--cprofile" in sys.argv else os.environ.get("KBROKER_PURE_PYTHON", "")
 
 import raw_wire as rw
 
 from broker.network.server import KafkaConnection
 from broker.testing.embedded import Broker
 from protocol.api import APIS, ApiKey, decode_response, encode_request
+from protocol.compiled import PURE_PYTHON_ENV
 
 PIPELINE = 64
 WARMUP = 200  # requests of a one-at-a-time case before the clock starts
@@ -425,7 +434,13 @@ def main() -> None:
                                            "produce-64k,fetch,share-fetch,replica-fetch,replica-fetch-throttled")
     parser.add_argument("--cprofile", action="store_true", help="print the top functions by own time")
     parser.add_argument("--sort", default="tottime", help="the order of --cprofile's list (pstats: tottime, cumtime)")
+    parser.add_argument("--compare-pure", type=int, default=0, metavar="ROUNDS",
+                        help="run the cases in ROUNDS alternating rounds, each in its own process, with every module "
+                             "as Python (KBROKER_PURE_PYTHON=1) and as the install compiled them; print the medians")
     args = parser.parse_args()
+    if args.compare_pure:
+        compare_pure(args)
+        return
     try:
         import uvloop
 
@@ -444,6 +459,32 @@ def main() -> None:
         print("\nnew request path / classic counterpart, same run (aim: within 1.5x)")
         for label, new, old in lines:
             print(f"  {label:46s} {new.wall_us / old.wall_us:5.2f}x wall  {new.cpu_us / old.cpu_us:5.2f}x CPU")
+
+
+def compare_pure(args: argparse.Namespace) -> None:
+    """Every case with the modules as Python and compiled (protocol/compiled.py), in alternating rounds
+    of one process each; CPU µs a request, the median of each, and compiled / Python."""
+    cpu: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    command = [sys.executable, __file__, "--requests", str(args.requests), "--share-requests",
+               str(args.share_requests), "--cases", args.cases]
+    for _ in range(args.compare_pure):
+        for mode in ("Python", "compiled"):
+            env = dict(os.environ)
+            env.pop(PURE_PYTHON_ENV, None)
+            if mode == "Python":
+                env[PURE_PYTHON_ENV] = "1"
+            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+            for line in out.splitlines():
+                m = re.match(r"(\S+)\s+[\d.]+ µs/request \(\s*([\d.]+) µs CPU\)", line)
+                if m:
+                    cpu[(m.group(1), mode)].append(float(m.group(2)))
+    print(f"µs of CPU a request, median of {args.compare_pure} rounds each (one process a round, alternating)")
+    print(f"{'case':24s} {'Python':>10s} {'compiled':>10s}  compiled / Python")
+    for case in args.cases.split(","):
+        py, built = statistics.median(cpu[(case, "Python")]), statistics.median(cpu[(case, "compiled")])
+        print(f"{case:24s} {py:10.2f} {built:10.2f}  {built / py:5.2f}x   "
+              f"(Python {min(cpu[(case, 'Python')]):.1f}-{max(cpu[(case, 'Python')]):.1f}, "
+              f"compiled {min(cpu[(case, 'compiled')]):.1f}-{max(cpu[(case, 'compiled')]):.1f})")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ of these modules can be imported) loads that file when the tag matches the ``.py
 and the ``.py`` otherwise: a compiled module never stands in for a source edited after the build,
 and a machine without a compiler runs the same code in pure Python.
 
-``KBROKER_PURE_PYTHON=1`` turns the hook off (profilers such as py-spy only see Python frames).
+``KBROKER_PURE_PYTHON=1`` turns the hook off (profilers such as py-spy only see Python frames);
+``KBROKER_PURE_PYTHON=broker.log.segment,...`` keeps just the modules named as Python.
 :func:`in_use` says which modules run compiled in this process.
 """
 
@@ -138,9 +139,13 @@ _FINDER = _CompiledFinder(frozenset(MODULES))
 
 
 def install() -> None:
-    """Put the hook first on ``sys.meta_path`` (once), unless ``KBROKER_PURE_PYTHON`` is set."""
-    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0") or _FINDER in sys.meta_path:
+    """Put the hook first on ``sys.meta_path`` (once), unless ``KBROKER_PURE_PYTHON`` is ``1`` (every
+    module as Python); a comma-separated list of module names there keeps just those as Python."""
+    pure = os.environ.get(PURE_PYTHON_ENV, "").strip()
+    if pure == "1" or _FINDER in sys.meta_path:
         return
+    if pure not in ("", "0"):
+        _FINDER.names = _FINDER.names - {name.strip() for name in pure.split(",")}
     sys.meta_path.insert(0, _FINDER)
 
 

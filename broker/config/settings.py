@@ -50,9 +50,10 @@ __all__ = [
 
 ENV_PREFIX = "KBROKER_"
 
-#: ``KBROKER_*`` environment variables that are read elsewhere and are not settings:
-#: the TOML file (the loader), the log format (``broker.observability.logging_setup``), the admin CLI's bootstrap.
-NON_SETTING_ENV = frozenset({"KBROKER_CONFIG", "KBROKER_LOG_FORMAT", "KBROKER_BOOTSTRAP"})
+#: ``KBROKER_*`` environment variables that are read elsewhere and are not settings: the TOML file (the
+#: loader), the log format (``broker.observability.logging_setup``), the admin CLI's bootstrap, and whether
+#: the request path's modules run compiled (``protocol.compiled``).
+NON_SETTING_ENV = frozenset({"KBROKER_CONFIG", "KBROKER_LOG_FORMAT", "KBROKER_BOOTSTRAP", "KBROKER_PURE_PYTHON"})
 
 _KIB, _MIB, _GIB = 1024, 1024 * 1024, 1024 * 1024 * 1024
 _MINUTE, _HOUR, _DAY = 60_000, 3_600_000, 86_400_000

@@ -39,6 +39,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from protocol.compiled import PURE_PYTHON_ENV
+
 __all__ = ["BrokerProcess", "EtcdCluster", "EtcdServer", "KBrokerCluster", "free_port"]
 
 
@@ -375,8 +377,8 @@ class BrokerProcess:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self._log_fh = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        for key in [k for k in env if k.startswith("KBROKER_")]:
-            env.pop(key)
+        for key in [k for k in env if k.startswith("KBROKER_") and k != PURE_PYTHON_ENV]:
+            env.pop(key)  # the broker's settings come from the command line; which code runs is passed on
         self.proc = subprocess.Popen(self.command(), cwd=self.cwd, stdout=self._log_fh,
                                      stderr=subprocess.STDOUT, env=env)
         if wait:

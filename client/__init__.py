@@ -4,7 +4,6 @@ KIP-932), :class:`Admin`.
 Synchronous wrappers for scripts and Spark executors live in :mod:`client.sync`.
 """
 
-import protocol  # noqa: F401  (first: it installs the import hook of the compiled modules, protocol/compiled.py)
 from client.admin import Admin
 from client.consumer import Consumer
 from client.errors import (

@@ -1,8 +1,7 @@
 """The request path's modules compiled from their own source, and the import hook that loads them.
 
 The modules in :data:`MODULES` (the codecs; in the broker the connection, the dispatcher, the hot
-handlers, the group and share coordinators, the replica manager and the log; our client's producer,
-consumer, share consumer and connections) are plain Python.  The install
+handlers, the group coordinator, the replica manager and the log) are plain Python.  The install
 (``setup.py``) also compiles each with Cython — the same source, nothing rewritten or skipped —
 into ``<module>.<tag>.<ABI suffix>`` beside its ``.py``, where the tag is a hash of that source.
 The hook installed by :func:`install` (the ``protocol`` package does it on import, before any
@@ -26,7 +25,11 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-#: the modules compiled at install time (dotted names); the rest of the project is imported as source
+#: the modules compiled at install time (dotted names); the rest of the project is imported as source.
+#: Code that is mostly short coroutines awaiting each other runs slower compiled (a Cython coroutine
+#: costs more to create and resume than CPython's own), so our client and the ShareFetch path (the
+#: share-partition manager, its sessions and the persister's writes) are left out: benchmarks/RESULTS.md,
+#: "the request path compiled", has the measurements behind this list.
 MODULES: tuple[str, ...] = (
     "protocol.api",
     "protocol.framing",
@@ -47,8 +50,6 @@ MODULES: tuple[str, ...] = (
     "broker.handlers.offset_commit",
     "broker.handlers.produce",
     "broker.handlers.share_group_heartbeat",
-    "broker.handlers.share_acknowledge",
-    "broker.handlers.share_fetch",
     "broker.handlers.sync_group",
     "broker.coordinator.runtime",
     "broker.coordinator.group.consumer_group",
@@ -62,15 +63,11 @@ MODULES: tuple[str, ...] = (
     "broker.coordinator.group.share_group",
     "broker.coordinator.group.share_service",
     "broker.coordinator.group.writes",
-    "broker.coordinator.share.state",
     "broker.cluster.internal_topics",
     "broker.cluster.metadata",
     "broker.replication.partition",
     "broker.replication.purgatory",
     "broker.replication.replica_manager",
-    "broker.replication.share.manager",
-    "broker.replication.share.partition",
-    "broker.replication.share.sessions",
     "broker.log.config",
     "broker.log.dir_failure",
     "broker.log.epoch_cache",
@@ -81,15 +78,6 @@ MODULES: tuple[str, ...] = (
     "broker.log.segment",
     "broker.log.validation",
     "broker.observability.metrics",
-    "client.accumulator",
-    "client.conn",
-    "client.consumer",
-    "client.fetcher",
-    "client.net",
-    "client.partitioner",
-    "client.producer",
-    "client.share_consumer",
-    "client.share_fetcher",
 )
 
 #: the environment variable that keeps every module in pure Python

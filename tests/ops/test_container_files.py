@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,15 @@ def test_broker_image_builds_the_compiled_codec_and_ships_no_compiler(dockerfile
     assert re.search(rf"--mount=type=bind,from=({'|'.join(builders)})\b", runtime_runs)
     assert "--no-index" in runtime_runs  # the wheels and nothing else
     assert "r.COMPILED" in runtime_runs  # the build fails when the codec is not in use
+    assert "c.missing()" in runtime_runs  # ... or when a module of protocol/compiled.py runs as Python
+
+
+def test_the_build_context_and_the_wheel_leave_out_what_the_build_generates():
+    """The image compiles its own: neither host-built extensions nor the generated C reach it."""
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    assert "**/*.so" in ignored and "protocol/*.c" in ignored and "broker/**/*.c" in ignored
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "*.c" in pyproject["tool"]["setuptools"]["exclude-package-data"]["*"]
 
 
 def test_broker_image_env_maps_to_broker_config(dockerfile):

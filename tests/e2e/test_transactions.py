@@ -467,9 +467,15 @@ def test_transactional_offsets_show_only_after_commit(shared_broker: Any) -> Non
         pid, epoch = _init(c, "txn-offsets")
         assert commit_offset(c, pid, epoch, "g-offsets", 5) == E.INVALID_TXN_STATE  # no AddOffsetsToTxn
         for outcome, offset in ((True, 7), (False, 9)):
-            assert c.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, {"transactional_id": "txn-offsets", "producer_id": pid,
-                                                            "producer_epoch": epoch,
-                                                            "group_id": "g-offsets"}).error_code == E.NONE
+            # the previous transaction's end may still be completing (its markers are written before the
+            # coordinator's own record): CONCURRENT_TRANSACTIONS until then, which clients retry
+            deadline = time.monotonic() + 60  # a liveness bound
+            while (added := c.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, {
+                    "transactional_id": "txn-offsets", "producer_id": pid, "producer_epoch": epoch,
+                    "group_id": "g-offsets"}).error_code) == E.CONCURRENT_TRANSACTIONS:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert added == E.NONE
             assert commit_offset(c, pid, epoch, "g-offsets", offset) == E.NONE
             assert fetched(c, "g-offsets", True) == (E.UNSTABLE_OFFSET_COMMIT, -1)
             assert fetched(c, "g-offsets", False) == (E.NONE, -1 if outcome else 7)

@@ -26,7 +26,9 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
   ``--compare-rounds`` alternating rounds, and the ratios compiled / Python (protocol/compiled.py);
 * ``many``     100 producer connections over a 10-partition topic (64 KiB batches, 2 in flight
   each) against one connection (64 KiB batches, 8 in flight), then the produce latency of those
-  100 connections sending at half the measured peak rate for ``--latency-seconds``, once per
+  100 connections sending at half the measured peak rate, evenly spread (each connection's schedule
+  offset by 1/100 of its interval; ``--latency-lockstep``: all at once, a burst of 100 requests every
+  interval), for ``--latency-seconds``, once per
   ``--latency-acks`` setting (``1,all``): p50, p99, p99.9, max, and the responses later than 50 ms
   with the stalls they make up (late responses arriving within 50 ms of each other are one stall); the
   five worst stalls are listed with when they began, how long the broker's event-loop thread ran and
@@ -73,7 +75,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from limits import CHUNK, pinned, sendfile_rate, socket_rate, tls_socket_rate
 from security import make_pki
@@ -169,13 +171,16 @@ class Pipeline(asyncio.Protocol):
     ``blobs`` are cycled; each holds ``per_blob`` requests.  Responses are counted by their size
     prefix; one in ``sample_every`` is kept for checking.  With ``latencies`` each response's time
     since its request was scheduled is appended (and its arrival time to ``arrivals``).  With ``rate`` (requests/s) requests are sent on a
-    schedule instead of as fast as the window allows.
+    schedule instead of as fast as the window allows, the first ``phase`` seconds after :meth:`begin`
+    (connections of one rate given phases spread over one interval send evenly, not all at once).
     """
 
     def __init__(self, blobs: list[bytes], per_blob: int, window: int, total: int, *, api: int, version: int,
                  done: Callable[[], None], sample_every: int = 512, rate: float | None = None,
-                 latencies: list[float] | None = None, arrivals: list[float] | None = None) -> None:
+                 latencies: list[float] | None = None, arrivals: list[float] | None = None,
+                 phase: float = 0.0) -> None:
         self.blobs, self.per_blob, self.window, self.total = blobs, per_blob, window, total
+        self.phase = phase
         self.api, self.version, self.done_cb = api, version, done
         self.sample_every, self.rate, self.latencies = sample_every, rate, latencies
         self.arrivals = arrivals
@@ -196,7 +201,7 @@ class Pipeline(asyncio.Protocol):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def begin(self) -> None:
-        self._start = time.perf_counter()
+        self._start = time.perf_counter() + self.phase
         if self.rate is None:
             self._fill()
         else:
@@ -423,6 +428,9 @@ class Bench:
     def stop_broker(self) -> None:
         if self.broker is not None:
             self.broker.stop(60)
+            if self.args.broker_logs:
+                os.makedirs(self.args.broker_logs, exist_ok=True)
+                shutil.copy(self.broker.log_path, self.args.broker_logs)
             shutil.rmtree(self.broker.data_dir, ignore_errors=True)
             self.broker = None
 
@@ -623,7 +631,8 @@ class Bench:
         create_topic(port, "latency", 10, configs={"segment.bytes": str(a.latency_segment_mb << 20),
                                                    "retention.bytes": str(a.latency_retention_mb << 20)})
         records = batch(1000, 65_536)
-        rate = max(single, agg) / 2 / len(records)  # requests/s in all
+        target = max(single, agg) / 2 if a.latency_rate_mb is None else a.latency_rate_mb * MB  # bytes/s
+        rate = target / len(records)  # requests/s in all
         seconds = max(5.0, a.latency_seconds)
         for acks in a.latency_acks.split(","):
             self.latency(port, records, rate, seconds, -1 if acks == "all" else int(acks))
@@ -636,9 +645,12 @@ class Bench:
         arrivals: list[float] = []
         specs = [{"blobs": [produce_frame("latency", c % 10, records, acks=acks)], "per_blob": 1, "window": 1 << 30,
                   "total": per_conn, "api": ApiKey.PRODUCE, "version": PRODUCE_V, "rate": rate / 100,
-                  "latencies": latencies, "arrivals": arrivals} for c in range(100)]
+                  "latencies": latencies, "arrivals": arrivals,
+                  # each connection's schedule is offset by 1/100 of its interval (c / rate), so the 100 send
+                  # evenly; --latency-lockstep starts all at once, a burst of 100 requests every interval
+                  "phase": 0.0 if self.args.latency_lockstep else c / rate} for c in range(100)]
         assert self.broker is not None and self.broker.proc is not None
-        sampler = Sampler(self.broker.proc.pid)
+        sampler = Sampler(self.broker.proc.pid, cpu=self.args.broker_cpu)
         sampler.start()
         begin = time.perf_counter()
         with self.measure(f"latency-acks{acks}"):
@@ -647,18 +659,20 @@ class Bench:
         sampler.join()
         st, stalls = latency_stats(latencies, arrivals, STALL)
         name = "all" if acks == -1 else str(acks)
-        self.report(f"{f'produce latency acks={name} at half the peak, 100 conns':50s} p50 {st['p50']:7.2f} ms  "
+        at = "half the peak" if self.args.latency_rate_mb is None else "a set rate"
+        self.report(f"{f'produce latency acks={name} at {at}, 100 conns':50s} p50 {st['p50']:7.2f} ms  "
                     f"p99 {st['p99']:7.2f} ms  p99.9 {st['p99.9']:7.2f} ms  max {st['max']:7.1f} ms; "
                     f"{st['over']:,} responses over {STALL * 1000:.0f} ms in {st['stalls']:,} stalls "
                     f"({rate * len(records) / MB:.0f} MB/s, {len(latencies):,} requests in {elapsed:.0f} s; "
                     f"page cache dirty up to {max((x[1] for x in sampler.samples), default=0) / MB:.0f} MB)")
         for s in sorted(stalls, key=lambda s: -s.worst)[:5]:
             # the late responses were sent (scheduled) up to ``worst`` before they arrived
-            dirty, writeback, span, run, wait = sampler.around(s.start - s.worst, s.end)
+            x = sampler.around(s.start - s.worst, s.end)
             print(f"  stall at +{s.start - begin:6.1f} s for {(s.end - s.start) * 1000:5.0f} ms: worst "
-                  f"{s.worst * 1000:5.0f} ms, {s.responses:,} late responses; over the {span:.2f} s around it the "
-                  f"broker's loop ran {run:.2f} s and waited {wait:.2f} s for a CPU; dirty up to {dirty / MB:.0f} MB, "
-                  f"writeback up to {writeback / MB:.0f} MB", flush=True)
+                  f"{s.worst * 1000:5.0f} ms, {s.responses:,} late responses; over the {x.span:.2f} s around it the "
+                  f"broker's loop ran {x.run:.2f} s (user {x.user:.2f}, kernel {x.system:.2f}) and waited "
+                  f"{x.wait:.2f} s for a CPU, the hypervisor took {x.steal:.2f} s of that CPU; dirty up to "
+                  f"{x.dirty / MB:.0f} MB, writeback up to {x.writeback / MB:.0f} MB", flush=True)
 
     def memory(self) -> None:
         a = self.args
@@ -721,13 +735,17 @@ def latency_stats(latencies: list[float], arrivals: list[float], stall: float) -
 
 
 class Sampler(threading.Thread):
-    """Every ``interval``: the kernel's dirty and under-writeback page cache (``/proc/meminfo``) and the
-    broker's main thread's time on a CPU and waiting for one (``/proc/<pid>/schedstat``, ns)."""
+    """Every ``interval``: the kernel's dirty and under-writeback page cache (``/proc/meminfo``), the
+    broker's main thread's time on a CPU and waiting for one (``/proc/<pid>/schedstat``, ns), that time split
+    into user and kernel (``/proc/<pid>/task/<pid>/stat``, clock ticks), and the time the hypervisor took from
+    the broker's CPU (``cpu`` in ``/proc/stat``: steal, clock ticks; None: the whole machine's)."""
 
-    def __init__(self, pid: int, interval: float = 0.25) -> None:
+    def __init__(self, pid: int, interval: float = 0.25, cpu: int | None = None) -> None:
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
-        self.samples: list[tuple[float, int, int, int, int]] = []  # (perf_counter, dirty, writeback, run, wait)
+        self.cpu_line = "cpu " if cpu is None else f"cpu{cpu} "
+        # (perf_counter, dirty, writeback, run, wait, user ticks, system ticks, steal ticks)
+        self.samples: list[tuple[float, int, int, int, int, int, int, int]] = []
         self.halt = threading.Event()
 
     def run(self) -> None:
@@ -738,23 +756,48 @@ class Sampler(threading.Thread):
                     key, _, rest = line.partition(":")
                     if key in ("Dirty", "Writeback"):
                         values[key] = int(rest.split()[0]) * 1024
+            steal = 0
+            with open("/proc/stat") as fh:
+                for line in fh:
+                    if line.startswith(self.cpu_line):
+                        steal = int(line.split()[8])
+                        break
             try:
                 with open(f"/proc/{self.pid}/schedstat") as fh:
                     run, wait = (int(x) for x in fh.read().split()[:2])
+                with open(f"/proc/{self.pid}/task/{self.pid}/stat") as fh:
+                    fields = fh.read().rpartition(")")[2].split()
+                user, system = int(fields[11]), int(fields[12])
             except OSError:
-                run = wait = 0
-            self.samples.append((time.perf_counter(), values.get("Dirty", 0), values.get("Writeback", 0), run, wait))
+                run = wait = user = system = 0
+            self.samples.append((time.perf_counter(), values.get("Dirty", 0), values.get("Writeback", 0), run, wait,
+                                 user, system, steal))
 
-    def around(self, start: float, end: float) -> tuple[int, int, float, float, float]:
-        """From the sample before ``start`` to the one after ``end``: the largest Dirty and Writeback bytes, the
-        seconds between those samples, and the broker main thread's seconds on a CPU and waiting for one."""
-        samples = self.samples or [(0.0, 0, 0, 0, 0)]
+    def around(self, start: float, end: float) -> Around:
+        """From the sample before ``start`` to the one after ``end``."""
+        samples = self.samples or [(0.0, 0, 0, 0, 0, 0, 0, 0)]
         first = max((i for i, x in enumerate(samples) if x[0] <= start), default=0)
         last = min((i for i, x in enumerate(samples) if x[0] >= end), default=len(samples) - 1)
         span = samples[first:last + 1]
         a, b = samples[first], samples[last]
-        return (max(x[1] for x in span), max(x[2] for x in span), b[0] - a[0], (b[3] - a[3]) / 1e9,
-                (b[4] - a[4]) / 1e9)
+        tick = os.sysconf("SC_CLK_TCK")
+        return Around(max(x[1] for x in span), max(x[2] for x in span), b[0] - a[0], (b[3] - a[3]) / 1e9,
+                      (b[4] - a[4]) / 1e9, (b[5] - a[5]) / tick, (b[6] - a[6]) / tick, (b[7] - a[7]) / tick)
+
+
+class Around(NamedTuple):
+    """What :class:`Sampler` saw around a stall: the largest Dirty and Writeback bytes, the seconds between
+    the samples, the broker's main thread's seconds on a CPU (``run``: of it ``user`` and ``system``) and
+    waiting for one, and the seconds the hypervisor took from the broker's CPU (``steal``)."""
+
+    dirty: int
+    writeback: int
+    span: float
+    run: float
+    wait: float
+    user: float
+    system: float
+    steal: float
 
 
 def cpu_seconds(pid: int) -> float:
@@ -964,6 +1007,11 @@ def main() -> None:
     ap.add_argument("--small-requests", type=int, default=400_000, help="requests per small-request case")
     ap.add_argument("--latency-seconds", type=float, default=10.0, help="seconds of each latency run")
     ap.add_argument("--latency-acks", default="1,all", help="the acks settings of the latency runs")
+    ap.add_argument("--latency-rate-mb", type=float, default=None,
+                    help="the latency runs' rate in MB/s (default: half the peak the many case measured)")
+    ap.add_argument("--latency-lockstep", action="store_true",
+                    help="the latency runs' 100 connections send at the same instants (a burst of 100 requests "
+                         "every interval) instead of evenly spread")
     ap.add_argument("--latency-segment-mb", type=int, default=128, help="segment.bytes of the latency topic (MiB)")
     ap.add_argument("--latency-retention-mb", type=int, default=512,
                     help="retention.bytes of each of the latency topic's 10 partitions (MiB)")
@@ -978,6 +1026,9 @@ def main() -> None:
     ap.add_argument("-v", "--verbose", action="store_true", help="print the broker's user/system CPU per case")
     ap.add_argument("--cprofile", default=None, help="directory for cProfile output of each broker run")
     ap.add_argument("--dir", default=None, help="parent of the temporary data directories")
+    ap.add_argument("--broker-logs", default=None, metavar="DIR",
+                    help="keep each broker's log there (with --broker-set event.loop.stall.warn.ms=N, the stack "
+                         "of every event loop stall over N ms)")
     ap.add_argument("--compare-pure", action="store_true",
                     help="the small cases also with every module as Python (KBROKER_PURE_PYTHON=1), and the ratios")
     ap.add_argument("--compare-rounds", type=int, default=2, help="alternating rounds of --compare-pure")

@@ -59,6 +59,7 @@ from broker.log.manager import LogManager
 from broker.log.partition_log import FlushTicket, PartitionLog
 from broker.network.server import ServerSettings
 from broker.observability.history import MetricsHistory
+from broker.observability.loop_watch import LoopWatch, warn_stall
 from broker.observability.metrics import MAX_LABELLED_GROUPS, RECORD_CODEC, BrokerMetrics, BrokerState
 from broker.replication.fetcher import FetcherSettings, ReplicaFetcherManager
 from broker.replication.quota import RateQuota
@@ -214,6 +215,7 @@ class BrokerCore:
         self.advertised: tuple[str, int] = config.advertised_host_port
         self.bound: tuple[str, int] = (config.host, config.port)
         self._tasks: list[asyncio.Task[Any]] = []
+        self._loop_watch: LoopWatch | None = None
         self.started = False
         #: Why the data directory went offline (the broker then stops itself); None while healthy.
         self.failure: LogDirFailure | None = None
@@ -338,6 +340,9 @@ class BrokerCore:
             self.metrics.serve(config.metrics_host or config.host, config.metrics_port)
         self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
         self._tasks.append(asyncio.ensure_future(self._history_loop()))
+        self._loop_watch = LoopWatch(asyncio.get_running_loop(), config.event_loop_stall_warn_ms / 1000,
+                                     on_lag=self.metrics.loop_lag.observe, on_stall=self._on_loop_stall)
+        self._loop_watch.start()
         if config.console_address is not None:
             await self._start_console(config.console_address)
         self.started = True
@@ -346,6 +351,11 @@ class BrokerCore:
         log.info("kbroker node %d listening on %s (advertised %s:%d), data in %s, cluster %s (%s), record codec %s, "
                  "%d of %d request-path modules compiled", config.node_id, listening, host, port, data,
                  self.cluster_id, self.kv.description, RECORD_CODEC, len(compiled.in_use()), len(compiled.MODULES))
+
+    def _on_loop_stall(self, blocked_s: float, stack: str) -> None:
+        """The watchdog thread saw the event loop blocked (runs on that thread)."""
+        self.metrics.loop_stalls.inc()
+        warn_stall(blocked_s, stack)
 
     # -- the web console ------------------------------------------------------------------
     async def _start_console(self, address: tuple[str, int]) -> None:
@@ -782,6 +792,8 @@ class BrokerCore:
             await self.server.stop()
             for task in self._tasks:
                 task.cancel()
+            if self._loop_watch is not None:
+                self._loop_watch.close()
             self.group_service.close()
             self.txn_service.close()
             self.share_partitions.close()

@@ -482,6 +482,10 @@ class BrokerConfig:
     # -- operation
     log_level: str = setting("INFO", STRING, P, "The level of the broker's log lines: DEBUG, INFO, WARNING or "
                              "ERROR.")
+    event_loop_stall_warn_ms: int = setting(
+        1000, LONG, P, "When the event loop (every connection, timer and coordinator of the broker) has run no timer "
+        "for this long, a warning names the stack its thread is in, once a stall (0: never).  How late its timers run "
+        "is the `kbroker_event_loop_lag_seconds` histogram either way.", validator=at_least(0))
 
     @property
     def advertised_host_port(self) -> tuple[str, int]:

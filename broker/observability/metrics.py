@@ -205,6 +205,11 @@ class BrokerMetrics:
                                       "(protocol/compiled.py) run compiled with Cython; the rest run as Python",
                                       registry=r)
         self.compiled_modules.set_function(lambda: len(compiled.in_use()))
+        self.loop_lag = Histogram("kbroker_event_loop_lag_seconds", "How late the event loop's timers run (a beat "
+                                  "every 100 ms or less; a blocked loop shows here)",
+                                  buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10), registry=r)
+        self.loop_stalls = Counter("kbroker_event_loop_stalls", "Times the event loop ran no timer for "
+                                   "event.loop.stall.warn.ms", registry=r)
         r.register(_StateCollector(self))
         self._http: Any = None
         self._error_names: dict[int, str] = {}

@@ -66,6 +66,7 @@ import os
 import shutil
 import socket
 import ssl
+import statistics
 import struct
 import subprocess
 import sys
@@ -598,7 +599,8 @@ class Bench:
 
     def small_compared(self) -> None:
         """The small-request cases with every module as Python (``KBROKER_PURE_PYTHON=1``), then as the
-        install built them (protocol/compiled.py), in alternating rounds; the ratios of the best of each."""
+        install built them (protocol/compiled.py), in alternating rounds; the ratios of the medians of each
+        (the machine's speed drifts between rounds) and of the best."""
         pure: list[list[float]] = []
         built: list[list[float]] = []
         for _ in range(self.args.compare_rounds):
@@ -609,9 +611,11 @@ class Bench:
                 os.environ.pop(PURE_PYTHON_ENV, None)
             built.append(self.small(" [compiled]"))
         for i, what in enumerate(("Heartbeats/s", "ConsumerGroupHeartbeats/s", "acks=1 small Produce/s")):
+            med_pure, med_built = statistics.median(r[i] for r in pure), statistics.median(r[i] for r in built)
             best_pure, best_built = max(r[i] for r in pure), max(r[i] for r in built)
-            self.report(f"{what + ' compiled / Python':50s} {best_built / best_pure:11.2f}x "
-                        f"({best_built:,.0f} against {best_pure:,.0f}, best of {len(pure)} rounds each)")
+            self.report(f"{what + ' compiled / Python':50s} {med_built / med_pure:11.2f}x median "
+                        f"({med_built:,.0f} against {med_pure:,.0f}), {best_built / best_pure:.2f}x best "
+                        f"({best_built:,.0f} against {best_pure:,.0f}) of {len(pure)} rounds each")
 
     def many(self) -> None:
         a = self.args

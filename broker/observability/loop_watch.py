@@ -82,6 +82,8 @@ class LoopWatch:
         self._thread_id: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: the detector is read and written from the loop's thread (beats) and the watchdog's (checks)
+        self._lock = threading.Lock()
 
     def start(self) -> None:
         """Start beating (call on the loop's thread)."""
@@ -108,7 +110,8 @@ class LoopWatch:
     def _beat(self) -> None:
         now = self._clock()
         if self._detector is not None:
-            ended = self._detector.beat(now)
+            with self._lock:
+                ended = self._detector.beat(now)
             if ended is not None:
                 log.warning("the event loop ran again after %.0f ms", ended * 1000)
         if self._on_lag is not None:
@@ -120,7 +123,8 @@ class LoopWatch:
         assert detector is not None
         period = detector.threshold_s / 4
         while not self._stop.wait(period):
-            blocked = detector.check(self._clock())
+            with self._lock:
+                blocked = detector.check(self._clock())
             if blocked is None:
                 continue
             frame = sys._current_frames().get(self._thread_id) if self._thread_id is not None else None

@@ -41,6 +41,7 @@ from broker.log.errors import (
     UnknownTopicOrPartitionError,
 )
 from broker.log.partition_log import Clock, PartitionLog, RecoveryReport, wall_clock_ms
+from broker.log.reaper import FileReaper
 
 logger = logging.getLogger("kbroker.log")
 
@@ -94,6 +95,8 @@ class LogManager:
         self.data_dir = os.fspath(data_dir)
         self.clock: Clock = clock or wall_clock_ms
         self.dir_failure = LogDirFailureChannel(self.data_dir)
+        #: closes removed segments' files off the owner's thread
+        self.reaper = FileReaper()
         self.cleaner = LogCleaner(self.clock, settings=cleaner_settings, executor=cleaner_executor,
                                   on_swapped=self._note_retiring)
         self._dirty_logs: dict[PartitionLog, None] = {}  # insertion-ordered set
@@ -184,7 +187,8 @@ class LogManager:
 
     def _open_log(self, topic: str, partition: int, topic_id: uuid.UUID, configs: Mapping[str, str]) -> PartitionLog:
         log = self._log_class(self.partition_dir(topic, partition), topic, partition, self.log_config(configs),
-                              self.clock, dir_failure=self.dir_failure, on_dirty=self._note_dirty)
+                              self.clock, dir_failure=self.dir_failure, on_dirty=self._note_dirty,
+                              file_closer=self.reaper.close_file)
         if log.dirty:
             self._note_dirty(log)
         self._logs[(topic, partition)] = log
@@ -410,6 +414,7 @@ class LogManager:
                 logger.exception("closing %s failed", log.name)
         self._logs.clear()
         self._dirty_logs.clear()
+        self.reaper.close()
         if self._lock_fd >= 0:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)

@@ -78,7 +78,7 @@ import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from broker.log._fs import atomic_write
 from broker.log.cleaner import recover_interrupted_swaps
@@ -292,9 +292,12 @@ class PartitionLog:
 
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
                  clock: Clock | None = None, *, dir_failure: LogDirFailureChannel | None = None,
-                 on_dirty: Callable[[PartitionLog], None] | None = None) -> None:
+                 on_dirty: Callable[[PartitionLog], None] | None = None,
+                 file_closer: Callable[[BinaryIO], None] | None = None) -> None:
         """``dir_failure``: the data directory's failure channel (a private one by default);
-        ``on_dirty(log)``: called when a clean segment receives data (the owner's flush scheduling)."""
+        ``on_dirty(log)``: called when a clean segment receives data (the owner's flush scheduling);
+        ``file_closer(file)``: closes the files of removed segments once released, off the event loop
+        (:class:`broker.log.reaper.FileReaper`; default: closed where the last reference goes)."""
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -302,6 +305,7 @@ class PartitionLog:
         self.clock: Clock = clock or wall_clock_ms
         self._dir_failure = dir_failure or LogDirFailureChannel(directory)
         self._on_dirty = on_dirty
+        self._file_closer = file_closer
         os.makedirs(directory, exist_ok=True)
         self.producer_state = ProducerStateManager(directory)
         self._segments: list[Segment] = []
@@ -1065,6 +1069,8 @@ class PartitionLog:
         keep = []
         for t, seg in self._retired:
             if force or now_ms - t >= self.config.file_delete_delay_ms:
+                # its file is unlinked or renamed over: the last close frees its space, off the loop
+                seg.handle.closer = self._file_closer
                 seg.close_file()
             else:
                 keep.append((t, seg))

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 import pytest
 
+from broker.log.config import LogConfig
+from broker.log.reaper import FileReaper
 from broker.log.region import FileRegion
 from broker.log.segment import SegmentFile
-from broker.log.testing import FakeClock, create_logs, make_batch, open_log, open_manager
+from broker.log.testing import FakeClock, SoleReplicaLog, create_logs, make_batch, open_log, open_manager
 from protocol.records import encode_batch
 
 
@@ -96,3 +99,74 @@ def test_region_keeps_reading_a_segment_replaced_by_compaction(tmp_path) -> None
         assert os.pread(handle.fileno(), length, position) == expected
         region.release()
         assert first.handle.closed
+
+
+class _Closer:
+    """Records the files handed to it (the reaper's place), closing none."""
+
+    def __init__(self) -> None:
+        self.files: list[object] = []
+
+    def __call__(self, file: object) -> None:
+        self.files.append(file)
+
+
+def test_a_removed_segments_last_close_goes_to_the_logs_file_closer(tmp_path) -> None:
+    """Retention's segments, once past file.delete.delay.ms, are closed by the closer the owner gave the
+    log (off the event loop), not where their last reference goes — a reader's late release included."""
+    clock = FakeClock()
+    closer = _Closer()
+    log = SoleReplicaLog(os.path.join(tmp_path, "t-0"), "t", 0,
+                         LogConfig.from_dict({"segment.bytes": "1024", "retention.bytes": "2048",
+                                              "file.delete.delay.ms": "1000"}), clock, file_closer=closer)
+    for i in range(40):
+        log.append(make_batch(1, value=b"x" * 100 + b"%d" % i))
+    first, second = log.segments[0], log.segments[1]
+    result = log.read(first.base_offset, 1 << 20)
+    region = FileRegion([(s.handle, s.position, s.length) for s in result.slices])
+    assert log.apply_retention() > 1
+    log.close_retired(clock())
+    assert closer.files == [] and not first.file.closed  # file.delete.delay.ms has not passed
+    clock.advance(1000)
+    log.close_retired(clock())
+    assert closer.files[0] is second.file and not second.file.closed  # handed over, not closed here
+    assert first.file not in closer.files  # the region still reads it
+    region.release()
+    assert closer.files[-1] is first.file and not first.file.closed
+    log.close()
+
+
+def test_the_managers_reaper_closes_removed_segments_off_the_callers_thread(tmp_path) -> None:
+    clock = FakeClock()
+    with open_manager(tmp_path, clock) as lm:
+        create_logs(lm, "r", 1, {"segment.bytes": "1024", "retention.bytes": "2048", "file.delete.delay.ms": "0"})
+        log = lm.get_log("r", 0)
+        for i in range(40):
+            log.append(make_batch(1, value=b"x" * 100 + b"%d" % i))
+        gone = [seg.file for seg in log.segments[:-3]]
+        closed_on: list[str] = []
+        for f in gone:
+            real_close = f.close
+
+            def close(real_close=real_close) -> None:
+                closed_on.append(threading.current_thread().name)
+                real_close()
+
+            f.close = close
+        lm.maintenance(clock())
+        lm.reaper.close()  # waits for what it was handed
+        assert all(f.closed for f in gone)
+        assert closed_on and set(closed_on) == {"kbroker-file-reaper"}
+
+
+def test_the_reaper_closes_in_order_and_at_once_after_it_is_closed(tmp_path) -> None:
+    reaper = FileReaper()
+    files = [open(tmp_path / f"f{i}", "wb") for i in range(5)]  # noqa: SIM115 - the reaper closes them
+    for f in files:
+        reaper.close_file(f)
+    reaper.close()
+    assert all(f.closed for f in files)
+    late = open(tmp_path / "late", "wb")  # noqa: SIM115
+    reaper.close_file(late)
+    assert late.closed
+    reaper.close()  # idempotent

@@ -250,7 +250,7 @@ class LogManager:
         if os.path.exists(path):
             doomed = f"{path}.{(topic_id or uuid.uuid4()).hex}.delete"
             os.rename(path, doomed)
-            shutil.rmtree(doomed, ignore_errors=True)
+            self.reaper.remove_tree(doomed)  # unlinking a large log's files takes a while: off the loop
         if not any(t == topic for t, _ in self._logs):
             self._configs.pop(topic, None)
 

@@ -1,48 +1,59 @@
-"""Closing deleted segments' files off the owner's thread.
+"""Freeing disk space off the owner's thread: deleted segments' last closes and deleted partitions' files.
 
 The last close of a segment file that retention, truncation or a compaction swap removed frees the
 file's page cache and blocks in the kernel — 35-42 ms for a synced 128 MiB segment on this project's
-test machine — so a retention check that drops a few dozen segments would hold the event loop, and
-every connection on it, for a second or more.  :class:`FileReaper` does those closes, in order, on one
-daemon thread of its own; :meth:`FileReaper.close` waits for the queue to empty (shutdown).
+test machine — and so does unlinking a closed one when a topic's directory is removed; a retention
+check that drops a few dozen segments, or the deletion of a large topic, would hold the event loop,
+and every connection on it, for seconds.  :class:`FileReaper` does that work, in order, on one daemon
+thread of its own; :meth:`FileReaper.close` waits for the queue to empty (shutdown).  A directory
+handed over is one already renamed aside (``*.delete``): one a crash leaves behind is removed at the
+next start.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import shutil
 import threading
+from collections.abc import Callable
 from typing import BinaryIO
 
 logger = logging.getLogger("kbroker.log")
 
 
 class FileReaper:
-    """Closes the files it is handed, in order, on its own thread (started on the first one)."""
+    """Closes the files and removes the directories it is handed, in order, on its own thread (started
+    on the first one)."""
 
     def __init__(self, name: str = "kbroker-file-reaper") -> None:
         self._name = name
-        self._queue: queue.SimpleQueue[BinaryIO | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
 
     def close_file(self, file: BinaryIO) -> None:
         """Close ``file`` soon, off the caller's thread (at once, on it, once the reaper is closed)."""
+        self._submit(lambda: _close(file))
+
+    def remove_tree(self, path: str) -> None:
+        """Remove the directory ``path`` (already renamed aside) and everything in it, off the caller's thread."""
+        self._submit(lambda: _remove(path))
+
+    def _submit(self, job: Callable[[], None]) -> None:
         with self._lock:
-            if self._closed:
-                closed_now = True
-            else:
-                closed_now = False
+            if not self._closed:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                     self._thread.start()
-                self._queue.put(file)
-        if closed_now:
-            _close(file)
+                self._queue.put(job)
+                return
+        job()
 
     def close(self) -> None:
-        """Close everything handed over so far, then stop (idempotent); later files close at once."""
+        """Finish everything handed over so far, then stop (idempotent); later work is done at once, on
+        the caller's thread."""
         with self._lock:
             if self._closed:
                 return
@@ -55,10 +66,13 @@ class FileReaper:
 
     def _run(self) -> None:
         while True:
-            file = self._queue.get()
-            if file is None:
+            job = self._queue.get()
+            if job is None:
                 return
-            _close(file)
+            try:
+                job()
+            except Exception:  # the next jobs still run
+                logger.exception("freeing disk space failed")
 
 
 def _close(file: BinaryIO) -> None:
@@ -66,3 +80,7 @@ def _close(file: BinaryIO) -> None:
         file.close()
     except OSError:
         logger.exception("closing %s failed", getattr(file, "name", file))
+
+
+def _remove(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)  # as before: what cannot go now goes at the next start

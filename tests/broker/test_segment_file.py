@@ -170,3 +170,13 @@ def test_the_reaper_closes_in_order_and_at_once_after_it_is_closed(tmp_path) -> 
     reaper.close_file(late)
     assert late.closed
     reaper.close()  # idempotent
+
+
+def test_a_deleted_partitions_directory_is_renamed_at_once_and_removed_by_the_reaper(tmp_path) -> None:
+    with open_manager(tmp_path) as lm:
+        create_logs(lm, "d", 1)
+        lm.get_log("d", 0).append(make_batch(3))
+        lm.delete_log("d", 0)
+        assert not os.path.exists(lm.partition_dir("d", 0))  # gone from its name before the call returns
+        lm.reaper.close()
+        assert not [n for n in os.listdir(tmp_path) if n.startswith("d-0")]  # the renamed copy too

@@ -741,15 +741,15 @@ def latency_stats(latencies: list[float], arrivals: list[float], stall: float) -
 class Sampler(threading.Thread):
     """Every ``interval``: the kernel's dirty and under-writeback page cache (``/proc/meminfo``), the
     broker's main thread's time on a CPU and waiting for one (``/proc/<pid>/schedstat``, ns), that time split
-    into user and kernel (``/proc/<pid>/task/<pid>/stat``, clock ticks), and the time the hypervisor took from
+    into user and kernel (``/proc/<pid>/task/<pid>/stat``, :func:`cpu_times`), and the time the hypervisor took from
     the broker's CPU (``cpu`` in ``/proc/stat``: steal, clock ticks; None: the whole machine's)."""
 
     def __init__(self, pid: int, interval: float = 0.25, cpu: int | None = None) -> None:
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.cpu_line = "cpu " if cpu is None else f"cpu{cpu} "
-        # (perf_counter, dirty, writeback, run, wait, user ticks, system ticks, steal ticks)
-        self.samples: list[tuple[float, int, int, int, int, int, int, int]] = []
+        # (perf_counter, dirty, writeback, run ns, wait ns, user s, system s, steal ticks)
+        self.samples: list[tuple[float, int, int, int, int, float, float, int]] = []
         self.halt = threading.Event()
 
     def run(self) -> None:
@@ -769,24 +769,23 @@ class Sampler(threading.Thread):
             try:
                 with open(f"/proc/{self.pid}/schedstat") as fh:
                     run, wait = (int(x) for x in fh.read().split()[:2])
-                with open(f"/proc/{self.pid}/task/{self.pid}/stat") as fh:
-                    fields = fh.read().rpartition(")")[2].split()
-                user, system = int(fields[11]), int(fields[12])
+                user, system = cpu_times(self.pid, thread=self.pid)
             except OSError:
-                run = wait = user = system = 0
+                run = wait = 0
+                user = system = 0.0
             self.samples.append((time.perf_counter(), values.get("Dirty", 0), values.get("Writeback", 0), run, wait,
                                  user, system, steal))
 
     def around(self, start: float, end: float) -> Around:
         """From the sample before ``start`` to the one after ``end``."""
-        samples = self.samples or [(0.0, 0, 0, 0, 0, 0, 0, 0)]
+        samples = self.samples or [(0.0, 0, 0, 0, 0, 0.0, 0.0, 0)]
         first = max((i for i, x in enumerate(samples) if x[0] <= start), default=0)
         last = min((i for i, x in enumerate(samples) if x[0] >= end), default=len(samples) - 1)
         span = samples[first:last + 1]
         a, b = samples[first], samples[last]
         tick = os.sysconf("SC_CLK_TCK")
         return Around(max(x[1] for x in span), max(x[2] for x in span), b[0] - a[0], (b[3] - a[3]) / 1e9,
-                      (b[4] - a[4]) / 1e9, (b[5] - a[5]) / tick, (b[6] - a[6]) / tick, (b[7] - a[7]) / tick)
+                      (b[4] - a[4]) / 1e9, b[5] - a[5], b[6] - a[6], (b[7] - a[7]) / tick)
 
 
 class Around(NamedTuple):
@@ -810,9 +809,9 @@ def cpu_seconds(pid: int) -> float:
     return user + system
 
 
-def cpu_times(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds of process ``pid`` (all its threads) so far."""
-    with open(f"/proc/{pid}/stat") as fh:
+def cpu_times(pid: int, thread: int | None = None) -> tuple[float, float]:
+    """(user, system) CPU seconds of process ``pid`` (all its threads), or of its thread ``thread``, so far."""
+    with open(f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat") as fh:
         fields = fh.read().rpartition(")")[2].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick

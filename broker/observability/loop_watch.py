@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 log = logging.getLogger("kbroker.loop")
 
-#: the beat's period when stalls are not reported (or reported only past a second or more)
+#: the beat's period when stalls are not reported, or only past 400 ms or more (see beat_interval)
 BEAT_INTERVAL_S = 0.1
 
 

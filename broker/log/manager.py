@@ -188,7 +188,7 @@ class LogManager:
     def _open_log(self, topic: str, partition: int, topic_id: uuid.UUID, configs: Mapping[str, str]) -> PartitionLog:
         log = self._log_class(self.partition_dir(topic, partition), topic, partition, self.log_config(configs),
                               self.clock, dir_failure=self.dir_failure, on_dirty=self._note_dirty,
-                              file_closer=self.reaper.close_file)
+                              reaper=self.reaper)
         if log.dirty:
             self._note_dirty(log)
         self._logs[(topic, partition)] = log

@@ -78,7 +78,7 @@ import zlib
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from broker.log._fs import atomic_write
 from broker.log.cleaner import recover_interrupted_swaps
@@ -95,7 +95,8 @@ from broker.log.errors import (
     OffsetOutOfRangeError,
 )
 from broker.log.producer_state import CompletedTxn, ProducerStateManager, VerificationGuard
-from broker.log.segment import FileSlice, Segment, SegmentRecovery, TornBatch
+from broker.log.reaper import FileReaper
+from broker.log.segment import DELETED_SUFFIX, FileSlice, Segment, SegmentRecovery, TornBatch
 from broker.log.txn_index import AbortedTxn
 from protocol.records import (
     BATCH_HEADER_SIZE,
@@ -293,11 +294,11 @@ class PartitionLog:
     def __init__(self, directory: str, topic: str, partition: int, config: LogConfig,
                  clock: Clock | None = None, *, dir_failure: LogDirFailureChannel | None = None,
                  on_dirty: Callable[[PartitionLog], None] | None = None,
-                 file_closer: Callable[[BinaryIO], None] | None = None) -> None:
+                 reaper: FileReaper | None = None) -> None:
         """``dir_failure``: the data directory's failure channel (a private one by default);
         ``on_dirty(log)``: called when a clean segment receives data (the owner's flush scheduling);
-        ``file_closer(file)``: closes the files of removed segments once released, off the event loop
-        (:class:`broker.log.reaper.FileReaper`; default: closed where the last reference goes)."""
+        ``reaper``: unlinks the files of removed segments (renamed aside at once) and closes their
+        ``.log`` files once released, off the event loop (default: both here, on the caller's thread)."""
         self.directory = directory
         self.topic = topic
         self.partition = partition
@@ -305,7 +306,8 @@ class PartitionLog:
         self.clock: Clock = clock or wall_clock_ms
         self._dir_failure = dir_failure or LogDirFailureChannel(directory)
         self._on_dirty = on_dirty
-        self._file_closer = file_closer
+        self._file_closer = reaper.close_file if reaper is not None else None
+        self._remove_later = reaper.remove_files if reaper is not None else None
         os.makedirs(directory, exist_ok=True)
         self.producer_state = ProducerStateManager(directory)
         self._segments: list[Segment] = []
@@ -335,9 +337,9 @@ class PartitionLog:
         report.interrupted_swaps = recover_interrupted_swaps(self.directory)
         bases = sorted(int(n[:-4]) for n in os.listdir(self.directory)
                        if n.endswith(".log") and n[:-4].isdigit())
-        # Leftovers of an interrupted write of a metadata file.
+        # Leftovers of an interrupted write of a metadata file, and removed segments' files a crash left.
         for n in os.listdir(self.directory):
-            if n.endswith(".tmp"):
+            if n.endswith(".tmp") or n.endswith(DELETED_SUFFIX):
                 os.unlink(os.path.join(self.directory, n))
         if not bases:
             bases = [log_start]
@@ -749,7 +751,7 @@ class PartitionLog:
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             seg = self._segments.pop()
             self._bases.pop()
-            seg.delete()
+            seg.delete(self._remove_later)
             self._retired.append((self.clock(), seg))
         seg = self._segments[-1]
         position = seg.size
@@ -772,7 +774,7 @@ class PartitionLog:
         self._dir_failure.check()
         self._truncations += 1
         for seg in self._segments:
-            seg.delete()
+            seg.delete(self._remove_later)
             self._retired.append((self.clock(), seg))
         seg = Segment(self.directory, offset, index_interval_bytes=self.config.index_interval_bytes)
         self._segments = [seg]
@@ -981,7 +983,7 @@ class PartitionLog:
     def _delete_oldest(self) -> None:
         seg = self._segments.pop(0)
         self._bases.pop(0)
-        seg.delete()
+        seg.delete(self._remove_later)
         self._retired.append((self.clock(), seg))
         if self._segments[0].base_offset > self._log_start:
             self._log_start = self._segments[0].base_offset

@@ -42,6 +42,10 @@ _VERIFY_SCAN_CHUNK = 1024 * 1024
 _MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
 
 
+# The files of a removed segment waiting to be unlinked (see ``Segment.delete``).
+DELETED_SUFFIX = ".deleted"
+
+
 def segment_file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
@@ -438,18 +442,36 @@ class Segment:
         self.txn_index.close()
         self.close_file()
 
-    def delete(self) -> None:
-        """Unlink the files.  The ``.log`` file stays open for ``FileSlice``s taken in the
-        current step; the owner drops the segment's reference later (``close_file``), and
-        responses that retained the file keep reading the unlinked inode until they release it."""
+    def delete(self, remove_later: Callable[[list[str]], None] | None = None) -> None:
+        """Remove the files from the segment's names.  The ``.log`` file stays open for ``FileSlice``s
+        taken in the current step; the owner drops the segment's reference later (``close_file``), and
+        responses that retained the file keep reading it until they release it.
+
+        Without ``remove_later`` the files are unlinked here.  With it they are renamed aside
+        (``<name>.deleted``, names no new segment takes) and ``remove_later`` is handed the new paths
+        to unlink off the caller's thread: unlinking a closed index frees its blocks, which can wait
+        on the file system's journal for a good part of a second under heavy writes.  A crash before
+        that leaves ``.deleted`` files, which the log removes when it opens."""
         self.offset_index.close()
         self.time_index.close()
-        self.txn_index.delete()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        self.txn_index.close()
+        paths = (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path)
+        if remove_later is None:
+            for path in paths:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+            return
+        renamed = []
+        for path in paths:
             try:
-                os.unlink(path)
+                os.replace(path, path + DELETED_SUFFIX)
             except FileNotFoundError:
-                pass
+                continue
+            renamed.append(path + DELETED_SUFFIX)
+        if renamed:
+            remove_later(renamed)
 
     def close_file(self) -> None:
         """Drop the segment's reference to the ``.log`` file (idempotent); it closes once

@@ -133,10 +133,3 @@ class TransactionIndex:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-
-    def delete(self) -> None:
-        self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass

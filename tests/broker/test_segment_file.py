@@ -101,24 +101,36 @@ def test_region_keeps_reading_a_segment_replaced_by_compaction(tmp_path) -> None
         assert first.handle.closed
 
 
-class _Closer:
-    """Records the files handed to it (the reaper's place), closing none."""
+class _HeldReaper(FileReaper):
+    """Records what it is handed and does none of it until ``run()`` (the reaper's thread, later)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.files: list[object] = []
+        self.removals: list[list[str]] = []
 
-    def __call__(self, file: object) -> None:
+    def close_file(self, file) -> None:
         self.files.append(file)
 
+    def remove_files(self, paths: list[str]) -> None:
+        self.removals.append(list(paths))
 
-def test_a_removed_segments_last_close_goes_to_the_logs_file_closer(tmp_path) -> None:
-    """Retention's segments, once past file.delete.delay.ms, are closed by the closer the owner gave the
+    def run(self) -> None:
+        for paths in self.removals:
+            for path in paths:
+                if os.path.exists(path):
+                    os.unlink(path)
+        self.removals = []
+
+
+def test_a_removed_segments_last_close_goes_to_the_logs_reaper(tmp_path) -> None:
+    """Retention's segments, once past file.delete.delay.ms, are closed by the reaper the owner gave the
     log (off the event loop), not where their last reference goes — a reader's late release included."""
     clock = FakeClock()
-    closer = _Closer()
+    closer = _HeldReaper()
     log = SoleReplicaLog(os.path.join(tmp_path, "t-0"), "t", 0,
                          LogConfig.from_dict({"segment.bytes": "1024", "retention.bytes": "2048",
-                                              "file.delete.delay.ms": "1000"}), clock, file_closer=closer)
+                                              "file.delete.delay.ms": "1000"}), clock, reaper=closer)
     for i in range(40):
         log.append(make_batch(1, value=b"x" * 100 + b"%d" % i))
     first, second = log.segments[0], log.segments[1]
@@ -180,3 +192,75 @@ def test_a_deleted_partitions_directory_is_renamed_at_once_and_removed_by_the_re
         assert not os.path.exists(lm.partition_dir("d", 0))  # gone from its name before the call returns
         lm.reaper.close()
         assert not [n for n in os.listdir(tmp_path) if n.startswith("d-0")]  # the renamed copy too
+
+
+def _names(directory: str) -> set[str]:
+    return set(os.listdir(directory))
+
+
+def test_removed_segments_are_renamed_aside_at_once_and_unlinked_by_the_reaper(tmp_path) -> None:
+    """Unlinking a closed index frees its blocks, which can wait on the journal: retention only renames a
+    removed segment's files (``.deleted``) and the reaper unlinks them."""
+    clock = FakeClock()
+    reaper = _HeldReaper()
+    log = SoleReplicaLog(os.path.join(tmp_path, "t-0"), "t", 0,
+                         LogConfig.from_dict({"segment.bytes": "1024", "retention.bytes": "2048"}), clock,
+                         reaper=reaper)
+    for i in range(40):
+        log.append(make_batch(1, value=b"x" * 100 + b"%d" % i))
+    log.flush()
+    first = log.segments[0]
+    stem = os.path.basename(first.log_path)[:-len(".log")]
+    assert log.apply_retention() > 1
+    names = _names(log.directory)
+    assert not {stem + ".log", stem + ".index", stem + ".timeindex"} & names  # gone from their names at once
+    assert {stem + ".log.deleted", stem + ".index.deleted", stem + ".timeindex.deleted"} <= names
+    assert os.path.join(log.directory, stem + ".log.deleted") in reaper.removals[0]
+    reaper.run()
+    assert not [n for n in _names(log.directory) if n.endswith(".deleted")]
+    log.close()
+
+
+def test_deleted_files_a_crash_left_are_removed_when_the_log_opens(tmp_path) -> None:
+    clock = FakeClock()
+    reaper = _HeldReaper()
+    directory = os.path.join(tmp_path, "t-0")
+    config = LogConfig.from_dict({"segment.bytes": "1024", "retention.bytes": "2048"})
+    log = SoleReplicaLog(directory, "t", 0, config, clock, reaper=reaper)
+    for i in range(40):
+        log.append(make_batch(1, value=b"x" * 100 + b"%d" % i))
+    assert log.apply_retention() > 1
+    start, end = log.log_start_offset, log.log_end_offset
+    log.flush()
+    shutil.copytree(directory, os.path.join(tmp_path, "crash", "t-0"))  # the reaper never ran
+    log.close()
+    reopened = SoleReplicaLog(os.path.join(tmp_path, "crash", "t-0"), "t", 0, config, clock)
+    try:
+        assert (reopened.log_start_offset, reopened.log_end_offset) == (start, end)
+        assert not [n for n in _names(reopened.directory) if n.endswith(".deleted")]
+    finally:
+        reopened.close()
+
+
+def test_a_truncated_segments_name_is_free_for_a_new_segment_before_the_reaper_runs(tmp_path) -> None:
+    """A follower truncating below a segment and writing on rolls a new segment of the same base offset:
+    it must get a new file, and the reaper's late unlink must not touch it."""
+    clock = FakeClock()
+    reaper = _HeldReaper()
+    log = SoleReplicaLog(os.path.join(tmp_path, "t-0"), "t", 0,
+                         LogConfig.from_dict({"segment.bytes": "1024"}), clock, reaper=reaper)
+    for i in range(20):
+        log.append(make_batch(1, value=b"x" * 100 + b"%d" % i))
+    last = log.segments[-1]
+    base = last.base_offset
+    log.truncate_to(base)
+    assert log.log_end_offset == base and log.segments[-1].base_offset < base
+    log.roll()
+    assert log.segments[-1].base_offset == base
+    log.append(make_batch(1, value=b"new"))
+    reaper.run()  # unlinks the truncated segment's files, renamed aside
+    again = log.read(base, 1 << 20)
+    assert again.slices and log.log_end_offset == base + 1
+    assert os.path.exists(log.segments[-1].log_path)
+    assert os.path.getsize(log.segments[-1].log_path) == log.segments[-1].size
+    log.close()

@@ -42,9 +42,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from raw_wire import cpu_seconds  # noqa: E402
 
 from broker.testing.harness import BrokerProcess, KBrokerCluster  # noqa: E402
 
@@ -68,12 +70,6 @@ def leader(bootstrap: str) -> int:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     part = admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions[0]
     return int(part.leader)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def own_cpu_seconds() -> float:

@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from raw_wire import Profiler  # noqa: E402
+from raw_wire import Profiler, cpu_seconds  # noqa: E402
 
 from broker.testing.harness import BrokerProcess  # noqa: E402
 from protocol.api import ApiKey, decode_response, encode_request  # noqa: E402
@@ -138,13 +138,6 @@ def _read_string(frame: bytes, pos: int) -> tuple[str, int]:
 
 
 # ------------------------------------------------------------------------------- broker CPU
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` so far."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ------------------------------------------------------------------------------- consumer protocol bytes

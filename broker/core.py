@@ -341,7 +341,8 @@ class BrokerCore:
         self._tasks.append(asyncio.ensure_future(self._maintenance_loop()))
         self._tasks.append(asyncio.ensure_future(self._history_loop()))
         self._loop_watch = LoopWatch(asyncio.get_running_loop(), config.event_loop_stall_warn_ms / 1000,
-                                     on_lag=self.metrics.loop_lag.observe, on_stall=self._on_loop_stall)
+                                     on_lag=self.metrics.loop_lag.observe, on_stall=self._on_loop_stall,
+                                     activity=self.server.activity)
         self._loop_watch.start()
         if config.console_address is not None:
             await self._start_console(config.console_address)
@@ -352,10 +353,10 @@ class BrokerCore:
                  "%d of %d request-path modules compiled", config.node_id, listening, host, port, data,
                  self.cluster_id, self.kv.description, RECORD_CODEC, len(compiled.in_use()), len(compiled.MODULES))
 
-    def _on_loop_stall(self, blocked_s: float, stack: str) -> None:
+    def _on_loop_stall(self, blocked_s: float, stack: str, activity: str | None) -> None:
         """The watchdog thread saw the event loop blocked (runs on that thread)."""
         self.metrics.loop_stalls.inc()
-        warn_stall(blocked_s, stack)
+        warn_stall(blocked_s, stack, activity)
 
     # -- the web console ------------------------------------------------------------------
     async def _start_console(self, address: tuple[str, int]) -> None:

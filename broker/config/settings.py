@@ -484,7 +484,8 @@ class BrokerConfig:
                              "ERROR.")
     event_loop_stall_warn_ms: int = setting(
         1000, LONG, P, "When the event loop (every connection, timer and coordinator of the broker) has run no timer "
-        "for this long, a warning names the stack its thread is in, once a stall (0: never).  How late its timers run "
+        "for this long, a warning names the request it is handling (API, version, correlation id, client id and "
+        "address), if any, and the stack its thread is in, once a stall (0: never).  How late its timers run "
         "is the `kbroker_event_loop_lag_seconds` histogram either way.", validator=at_least(0))
 
     @property

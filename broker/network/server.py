@@ -73,7 +73,7 @@ from broker.security.sasl import SaslError, SaslServer, SaslState
 from broker.security.scram import CredentialStore
 from broker.security.setup import ServerListener
 from broker.security.tls import principal_from_certificate
-from protocol.api import APIS
+from protocol.api import APIS, api_name, decode_request_header
 from protocol.errors import ProtocolError
 from protocol.framing import FrameReceiver
 from protocol.primitives import ExternalBytes, Obj
@@ -346,6 +346,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         slot = _Slot()
         self.pending.append(slot)
+        server = self.server
+        server.handling_conn = self
+        server.handling_frame = frame
         try:
             result = self.dispatcher.dispatch(self, frame)
         except ProtocolError as exc:
@@ -356,6 +359,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             log.exception("request handler failed on %s; closing the connection", self.peer)
             self.fail("internal error")
             return
+        finally:
+            server.handling_frame = server.handling_conn = None
         if is_awaitable(result):
             task = asyncio.ensure_future(result)
             self.tasks.add(task)
@@ -706,6 +711,24 @@ class KafkaServer:
         self.queued_bytes = 0
         self._budget_waiters: set[KafkaConnection] = set()
         self._reaper: asyncio.Task[None] | None = None
+        #: the request being handled now and its connection (what :meth:`activity` names)
+        self.handling_frame: bytearray | None = None
+        self.handling_conn: KafkaConnection | None = None
+
+    def activity(self) -> str | None:
+        """The request the event loop is handling now, as a log line names it (None between requests).
+
+        Read by the event-loop watchdog's thread while the loop's thread is stuck in a request; what it
+        reads is only the frame's header, parsed again here."""
+        frame, conn = self.handling_frame, self.handling_conn
+        if frame is None or conn is None:
+            return None
+        try:
+            header = decode_request_header(frame)
+        except (ProtocolError, ValueError):
+            return f"a request from {conn.peer}"
+        return (f"{api_name(header.api_key)} v{header.api_version} (correlation id {header.correlation_id}) "
+                f"from client {header.client_id!r} at {conn.peer}")
 
     @property
     def write_buffer_bytes(self) -> int:

@@ -6,8 +6,9 @@ return — a write blocked in the kernel, a long computation — delays every cl
 the loop every ``interval`` measures how late it ran (``kbroker_event_loop_lag_seconds``); a thread
 off the loop (it runs while the loop's thread holds no GIL, or at the interpreter's switch interval
 while it runs Python) sees the beats stop and reports the stall with the stack the loop's thread is
-in.  Compiled modules (protocol/compiled.py) have no Python frames: the stack names the nearest
-Python caller; ``KBROKER_PURE_PYTHON=1`` shows every frame.
+in, and the request the loop is handling when it is in one (its API, version, correlation id, client id
+and address: compiled modules (protocol/compiled.py) have no Python frames, so there the stack names
+only the nearest Python caller; ``KBROKER_PURE_PYTHON=1`` shows every frame).
 
 :class:`StallDetector` decides (no clock or thread of its own); :class:`LoopWatch` is the edge.
 """
@@ -64,17 +65,21 @@ def beat_interval(stall_threshold_s: float) -> float:
 class LoopWatch:
     """The beat (a timer chain on ``loop``) and, with ``stall_threshold_s`` > 0, the watchdog thread.
 
-    ``on_lag(seconds)``: each beat's lateness; ``on_stall(seconds, stack)``: a stall as the watchdog
-    first saw it (default: a warning with the loop thread's stack)."""
+    ``on_lag(seconds)``: each beat's lateness; ``on_stall(seconds, stack, activity)``: a stall as the
+    watchdog first saw it (default: a warning with the loop thread's stack), where ``activity`` is what
+    ``activity()`` said the loop was doing then (None: nothing it knows of; it is called on the
+    watchdog's thread)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, stall_threshold_s: float, *,
                  on_lag: Callable[[float], None] | None = None,
-                 on_stall: Callable[[float, str], None] | None = None,
+                 on_stall: Callable[[float, str, str | None], None] | None = None,
+                 activity: Callable[[], str | None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._loop = loop
         self._clock = clock
         self._on_lag = on_lag
         self._on_stall = on_stall or warn_stall
+        self._activity = activity
         self.interval = beat_interval(stall_threshold_s)
         self._detector = StallDetector(stall_threshold_s, clock()) if stall_threshold_s > 0 else None
         self._handle: asyncio.TimerHandle | None = None
@@ -130,12 +135,13 @@ class LoopWatch:
             frame = sys._current_frames().get(self._thread_id) if self._thread_id is not None else None
             stack = "".join(traceback.format_stack(frame)) if frame is not None else "(no Python frame)\n"
             try:
-                self._on_stall(blocked, stack)
+                self._on_stall(blocked, stack, self._activity() if self._activity is not None else None)
             except Exception:
                 log.exception("reporting an event loop stall failed")
 
 
-def warn_stall(blocked: float, stack: str) -> None:
-    """The default report of a stall: a warning with the stack."""
-    log.warning("the event loop has been blocked for %.0f ms; its thread is at (most recent call last):\n%s",
-                blocked * 1000, stack.rstrip())
+def warn_stall(blocked: float, stack: str, activity: str | None = None) -> None:
+    """The default report of a stall: a warning with what the loop is doing and the stack."""
+    doing = f" handling {activity}" if activity else ""
+    log.warning("the event loop has been blocked for %.0f ms%s; its thread is at (most recent call last):\n%s",
+                blocked * 1000, doing, stack.rstrip())

@@ -5,6 +5,7 @@ names the blocking call, and /metrics counts the stall and its lag."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 
@@ -32,12 +33,12 @@ def test_the_beat_is_a_quarter_of_a_short_threshold() -> None:
 
 
 def test_a_blocked_loop_is_reported_with_the_stack_it_is_blocked_in() -> None:
-    stalls: list[tuple[float, str]] = []
+    stalls: list[tuple[float, str, str | None]] = []
     lags: list[float] = []
     reported = threading.Event()
 
-    def on_stall(blocked: float, stack: str) -> None:
-        stalls.append((blocked, stack))
+    def on_stall(blocked: float, stack: str, activity: str | None) -> None:
+        stalls.append((blocked, stack, activity))
         reported.set()
 
     def hold_the_loop() -> None:
@@ -45,7 +46,8 @@ def test_a_blocked_loop_is_reported_with_the_stack_it_is_blocked_in() -> None:
         assert reported.wait(30), "no stall reported within 30 s"
 
     async def main() -> None:
-        watch = LoopWatch(asyncio.get_running_loop(), 0.1, on_lag=lags.append, on_stall=on_stall)
+        watch = LoopWatch(asyncio.get_running_loop(), 0.1, on_lag=lags.append, on_stall=on_stall,
+                          activity=lambda: "holding the loop")
         watch.start()
         try:
             await asyncio.sleep(0.1)
@@ -60,9 +62,10 @@ def test_a_blocked_loop_is_reported_with_the_stack_it_is_blocked_in() -> None:
 
     asyncio.run(main())
     assert len(stalls) == 1
-    blocked, stack = stalls[0]
+    blocked, stack, activity = stalls[0]
     assert blocked >= 0.1
     assert "in hold_the_loop" in stack, stack
+    assert activity == "holding the loop"  # asked on the watchdog's thread while the loop was held
     assert max(lags) >= 0.1 - beat_interval(0.1)
 
 
@@ -116,6 +119,10 @@ def test_python_m_broker_warns_of_a_blocked_loop_and_counts_it(tmp_path) -> None
                         "event loop has been blocked" in t and t, 30, what="the stall warning")
         warning = text[text.index("event loop has been blocked"):]
         assert "slow_disk_pwrite" in warning, warning
+        # and the request it is stuck in, which compiled modules' missing frames do not show
+        first_line = warning.splitlines()[0]
+        assert re.search(r"handling Produce v\d+ \(correlation id \d+\) from client '[^']*' at 127\.0\.0\.1:\d+",
+                         first_line), first_line
         wait_for(lambda: "event loop ran again after" in bp.log_path.read_text(errors="replace"), 30,
                  what="the end of the stall")
         page = scrape(metrics_port)

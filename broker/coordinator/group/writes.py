@@ -15,7 +15,6 @@ held back until it is durable.  Pure: no I/O, no clock of its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from broker.coordinator.write import (
@@ -42,7 +41,6 @@ Record = tuple[int, bytes, bytes | None]
 StateBefore = tuple[GroupState, GroupState | None, int]
 
 
-@dataclass(slots=True)
 class Effects:
     """What the edge must do after a call: send ``replies``, append and complete ``writes``.
 
@@ -50,12 +48,23 @@ class Effects:
     timer armed).  It is a lower bound: polling early is harmless.  ``removed_groups`` names the
     groups that ceased to exist in this call (their deletion was committed), for the edge's
     per-group bookkeeping.
+
+    A plain class, not a dataclass: one is made per call on the shard (every heartbeat), and a
+    dataclass's ``__init__`` is generated at import and so stays interpreted in the compiled build.
     """
 
-    replies: list[tuple[Hashable, Response]] = field(default_factory=list)
-    writes: list[Write] = field(default_factory=list)
-    next_deadline_ms: int | None = None
-    removed_groups: list[str] = field(default_factory=list)
+    __slots__ = ("next_deadline_ms", "removed_groups", "replies", "writes")
+
+    def __init__(self, replies: list[tuple[Hashable, Response]] | None = None, writes: list[Write] | None = None,
+                 next_deadline_ms: int | None = None, removed_groups: list[str] | None = None) -> None:
+        self.replies: list[tuple[Hashable, Response]] = [] if replies is None else replies
+        self.writes: list[Write] = [] if writes is None else writes
+        self.next_deadline_ms = next_deadline_ms
+        self.removed_groups: list[str] = [] if removed_groups is None else removed_groups
+
+    def __repr__(self) -> str:
+        return (f"Effects(replies={self.replies!r}, writes={self.writes!r}, "
+                f"next_deadline_ms={self.next_deadline_ms!r}, removed_groups={self.removed_groups!r})")
 
     @property
     def records(self) -> list[Record]:

@@ -449,8 +449,9 @@ class Segment:
 
         Without ``remove_later`` the files are unlinked here.  With it they are renamed aside
         (``<name>.deleted``, names no new segment takes) and ``remove_later`` is handed the new paths
-        to unlink off the caller's thread: unlinking a closed index frees its blocks, which held the
-        event loop for up to 205 ms under heavy writes on this project's test machine.  A crash before
+        to unlink off the caller's thread: unlinking a closed index frees its blocks, and a retention
+        check's unlinks held the event loop for up to 205 ms under heavy writes on this project's test
+        machine.  A crash before
         that leaves ``.deleted`` files, which the log removes when it opens."""
         self.offset_index.close()
         self.time_index.close()

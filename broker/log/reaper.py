@@ -2,14 +2,13 @@
 
 The last close of a segment file that retention, truncation or a compaction swap removed frees the
 file's page cache and blocks in the kernel — 35-42 ms for a synced 128 MiB segment on this project's
-test machine —, unlinking a closed index frees its blocks (a retention check's unlinks: up to 205 ms there under heavy
-writes),
-and so does unlinking a closed segment when a topic's directory is removed; a retention check that
-drops a few dozen segments, or the deletion of a large topic, would hold the event loop, and every
-connection on it, for seconds.  :class:`FileReaper` does that work, in order, on one daemon
-thread of its own; :meth:`FileReaper.close` waits for the queue to empty (shutdown).  A directory
-or file handed over is one already renamed aside (``*.delete``, ``*.deleted``): what a crash leaves
-behind is removed at the next start.
+test machine —; unlinking a closed index frees its blocks (a retention check's unlinks held the loop
+for up to 205 ms there under heavy writes), and so does unlinking a closed segment when a topic's
+directory is removed.  A retention check that drops a few dozen segments, or the deletion of a large
+topic, would hold the event loop, and every connection on it, for seconds.  :class:`FileReaper` does
+that work, in order, on one daemon thread of its own; :meth:`FileReaper.close` waits for the queue to
+empty (shutdown).  A directory or file handed over is one already renamed aside (``*.delete``,
+``*.deleted``): what a crash leaves behind is removed at the next start.
 """
 
 from __future__ import annotations

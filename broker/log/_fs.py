@@ -1,4 +1,4 @@
-"""Small file-system helpers: atomic replace of small metadata files, directory fsync."""
+"""Small file-system helpers: atomic replace of small metadata files, directory fsync, unlink if present."""
 
 from __future__ import annotations
 
@@ -12,6 +12,14 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def unlink_if_present(path: str) -> None:
+    """Unlink ``path``; a file already gone is not an error."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def atomic_write(path: str, data: bytes, *, durable: bool = True) -> None:

@@ -40,7 +40,7 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 
-from broker.log._fs import atomic_write
+from broker.log._fs import atomic_write, unlink_if_present
 from broker.log.errors import (
     InvalidProducerEpochError,
     InvalidTxnStateError,
@@ -294,10 +294,7 @@ class ProducerStateManager:
             self._remove(old)
 
     def _remove(self, offset: int) -> None:
-        try:
-            os.unlink(self._path(offset))
-        except FileNotFoundError:
-            pass
+        unlink_if_present(self._path(offset))
 
     def load_latest(self, max_offset: int) -> int | None:
         """Load the newest readable snapshot at or below ``max_offset``; return its offset.

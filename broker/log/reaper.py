@@ -14,12 +14,13 @@ empty (shutdown).  A directory or file handed over is one already renamed aside 
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import shutil
 import threading
 from collections.abc import Callable
 from typing import BinaryIO
+
+from broker.log._fs import unlink_if_present
 
 logger = logging.getLogger("kbroker.log")
 
@@ -91,9 +92,7 @@ def _close(file: BinaryIO) -> None:
 def _unlink(paths: list[str]) -> None:
     for path in paths:
         try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass  # replaced by a later removal of a segment of the same name: that one unlinks it
+            unlink_if_present(path)  # gone: replaced by a later removal of a segment of the same name
         except OSError:
             logger.exception("removing %s failed", path)  # the next start removes it
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from broker.log._fs import unlink_if_present
 from broker.log.index import OffsetIndex, TimeIndex
 from broker.log.txn_index import TransactionIndex
 from protocol.records import (
@@ -451,18 +452,14 @@ class Segment:
         (``<name>.deleted``, names no new segment takes) and ``remove_later`` is handed the new paths
         to unlink off the caller's thread: unlinking a closed index frees its blocks, and a retention
         check's unlinks held the event loop for up to 205 ms under heavy writes on this project's test
-        machine.  A crash before
-        that leaves ``.deleted`` files, which the log removes when it opens."""
+        machine.  A crash before that leaves ``.deleted`` files, which the log removes when it opens."""
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
         paths = (self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path)
         if remove_later is None:
             for path in paths:
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
+                unlink_if_present(path)
             return
         renamed = []
         for path in paths:

@@ -22,6 +22,8 @@ import os
 import struct
 from dataclasses import dataclass
 
+from broker.log._fs import unlink_if_present
+
 __all__ = ["AbortedTxn", "TransactionIndex"]
 
 _ENTRY = struct.Struct(">hqqqq")
@@ -104,10 +106,7 @@ class TransactionIndex:
     def _rewrite(self) -> None:
         if not self.entries:
             self.close()
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            unlink_if_present(self.path)
             return
         os.ftruncate(self.fd, len(self.entries) * ENTRY_SIZE)
 

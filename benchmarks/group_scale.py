@@ -137,9 +137,6 @@ def _read_string(frame: bytes, pos: int) -> tuple[str, int]:
     return (frame[pos:pos + n].decode(), pos + n) if n >= 0 else ("", pos)
 
 
-# ------------------------------------------------------------------------------- broker CPU
-
-
 # ------------------------------------------------------------------------------- consumer protocol bytes
 
 

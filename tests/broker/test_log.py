@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -303,8 +305,6 @@ def test_retention_leaves_its_checkpoint_to_the_next_flush_and_a_crash_before_it
     """The directory fsync of a checkpoint written on the event loop waits for every dirty file on ext4:
     retention leaves the new log start to the next flush (off the loop).  A log opened from the files
     before that flush (a crash) still starts at its first segment."""
-    import shutil
-
     clock = FakeClock(T0)
     log = open_log(tmp_path, clock, segment_bytes="1000", retention_bytes="2500")
     fill(log, 60)
@@ -329,8 +329,6 @@ def test_retention_leaves_its_checkpoint_to_the_next_flush_and_a_crash_before_it
 
 
 def _checkpointed_start(path: Path) -> int:
-    import json
-
     return json.loads(path.read_text())["log_start_offset"]
 
 

@@ -199,8 +199,8 @@ def _names(directory: str) -> set[str]:
 
 
 def test_removed_segments_are_renamed_aside_at_once_and_unlinked_by_the_reaper(tmp_path) -> None:
-    """Unlinking a closed index frees its blocks, which can wait on the journal: retention only renames a
-    removed segment's files (``.deleted``) and the reaper unlinks them."""
+    """Unlinking a closed index frees its blocks on the caller's thread: retention only renames a removed
+    segment's files (``.deleted``) and the reaper unlinks them."""
     clock = FakeClock()
     reaper = _HeldReaper()
     log = SoleReplicaLog(os.path.join(tmp_path, "t-0"), "t", 0,

@@ -1,7 +1,7 @@
 """The broker's own cost per request, without sockets: µs of Python from received bytes to response.
 
     .venv/bin/python benchmarks/request_path.py [--requests 200000] [--share-requests 20000]
-        [--cases heartbeat,consumer-group-heartbeat,share-group-heartbeat,produce,produce-64k,fetch,share-fetch,
+        [--cases heartbeat,consumer-group-heartbeat,share-group-heartbeat,produce,produce-64k,offset-commit,fetch,share-fetch,
                  replica-fetch,replica-fetch-throttled] [--cprofile] [--compare-pure ROUNDS]
 
 An in-process broker (:class:`broker.testing.embedded.Broker`) and one :class:`broker.network.server.KafkaConnection`
@@ -24,6 +24,9 @@ Pipelined cases (64 frames fed at a time, the same frames again and again):
   steady state (its epoch, no subscription change);
 * ``produce``                   acks=1 Produce of one 10-record batch (100-byte records);
 * ``produce-64k``               acks=1 Produce of one 64 KiB batch (1,000-byte records);
+* ``offset-commit``             OffsetCommit v8 of one partition by a group with no members (a simple
+  commit): a request that waits — its answer comes once the commit's record is written to
+  ``__consumer_offsets`` — so each round of 64 waits for its 64 answers before the next is fed;
 * ``replica-fetch``             a follower's Fetch (``replica_state`` with replica id 2, not in sync) of one
   10-record batch, partition not throttled;
 * ``replica-fetch-throttled``   the same on a topic with ``leader.replication.throttled.replicas=*`` and the
@@ -165,6 +168,7 @@ class Case:
     api: int
     version: int
     sequential: bool = False
+    wait: bool = False  # pipelined, but each round of frames waits for its answers (requests that park)
     check: Callable[[list[Any], int], None] | None = None  # (decoded responses, index of the first)
 
 
@@ -306,6 +310,20 @@ def replica_fetch_case(port: int, throttled: bool) -> Case:
     return Case(frames, ApiKey.FETCH, rw.FETCH_V, check=one_batch_each(len(records)))
 
 
+def offset_commit_case(port: int) -> Case:
+    """A simple commit (no member, generation -1) of partition 0 of a one-partition topic, 64 offsets."""
+    topic = "offset-commit"
+    rw.create_topic(port, topic, 1)
+    version = 8
+    frames = [encode_request(ApiKey.OFFSET_COMMIT, version, i + 1, "request-path", {
+        "group_id": "request-path-commits", "generation_id_or_member_epoch": -1, "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": i,
+                                                   "committed_leader_epoch": -1, "committed_metadata": None}]}]})
+        for i in range(PIPELINE)]
+    return Case(frames, ApiKey.OFFSET_COMMIT, version, wait=True)
+
+
 def case_for(name: str, port: int, n: int) -> Case:
     if name == "heartbeat":
         return Case(rw.heartbeat_frames(port), ApiKey.HEARTBEAT, 4)
@@ -313,6 +331,8 @@ def case_for(name: str, port: int, n: int) -> Case:
         return Case(rw.consumer_group_heartbeat_frames(port), ApiKey.CONSUMER_GROUP_HEARTBEAT, rw.CGH_V)
     if name == "share-group-heartbeat":
         return share_heartbeat_case(port)
+    if name == "offset-commit":
+        return offset_commit_case(port)
     if name == "fetch":
         return fetch_case(port, n)
     if name == "share-fetch":
@@ -406,9 +426,17 @@ async def measure(name: str, requests: int, profile: bool, sort: str = "tottime"
             start, cpu0 = time.perf_counter(), time.process_time()
             if prof is not None:
                 prof.enable()
-            for _ in range(rounds):
-                feed(blob)
-                await asyncio.sleep(0)  # let the loop run what the requests scheduled
+            if case.wait:
+                transport.capture = True
+                for _ in range(rounds):
+                    transport.frames.clear()
+                    feed(blob)
+                    await transport.until(per)
+                checked(case, transport.frames)
+            else:
+                for _ in range(rounds):
+                    feed(blob)
+                    await asyncio.sleep(0)  # let the loop run what the requests scheduled
             if prof is not None:
                 prof.disable()
             elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
@@ -433,7 +461,7 @@ def main() -> None:
     parser.add_argument("--share-requests", type=int, default=20_000,
                         help="requests of the one-at-a-time cases (fetch, share-fetch)")
     parser.add_argument("--cases", default="heartbeat,consumer-group-heartbeat,share-group-heartbeat,produce,"
-                                           "produce-64k,fetch,share-fetch,replica-fetch,replica-fetch-throttled")
+                                           "produce-64k,offset-commit,fetch,share-fetch,replica-fetch,replica-fetch-throttled")
     parser.add_argument("--cprofile", action="store_true", help="print the top functions by own time")
     parser.add_argument("--sort", default="tottime", help="the order of --cprofile's list (pstats: tottime, cumtime)")
     parser.add_argument("--compare-pure", type=int, default=0, metavar="ROUNDS",

@@ -260,15 +260,6 @@ class Shard(Generic[C]):
 _NO_REPLY: Any = object()
 
 
-class _Failed:
-    """A parked request's answer when its shard went away or its write failed before it was answered."""
-
-    __slots__ = ("code",)
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-
 class CoordinatorRuntime(Generic[C]):
     """Shards of one coordinator over ``topic`` (see the module doc)."""
 
@@ -293,7 +284,8 @@ class CoordinatorRuntime(Generic[C]):
         self._write_timeout_ms = write_timeout_ms
         self._compression = compression
         self._tokens = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        #: parked requests' tokens -> their future and what answers them if the shard goes away first
+        self._pending: dict[int, tuple[asyncio.Future[Any], Callable[[int], Any]]] = {}
         #: tokens of the calls running now (see run) -> their reply once the effects carry it
         self._direct: dict[int, Any] = {}
         self._closed = False
@@ -401,9 +393,9 @@ class CoordinatorRuntime(Generic[C]):
         if shard.timer is not None:
             shard.timer.cancel()
         for token in shard.tokens:
-            future = self._pending.pop(token, None)
-            if future is not None and not future.done():
-                future.set_result(_Failed(E.NOT_COORDINATOR))
+            entry = self._pending.pop(token, None)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(entry[1](E.NOT_COORDINATOR))
         if shard.coordinator is not None:
             if self._on_unload is not None:
                 self._on_unload(shard)
@@ -411,12 +403,13 @@ class CoordinatorRuntime(Generic[C]):
 
     # -- requests --------------------------------------------------------------------
     def run(self, shard: Shard[C], call: Callable[[C, Hashable], Any], on_error: Callable[[int], Any]) -> Any:
-        """Run ``call(coordinator, token)`` on a loaded shard: the reply for ``token`` now, or an awaitable
+        """Run ``call(coordinator, token)`` on a loaded shard: the reply for ``token`` now, or a future
         of it when it waits (parked or writing).  A shard that goes away first answers
         ``on_error(NOT_COORDINATOR)``.
 
         Most replies come in the call's own effects: those are taken straight from them, and a future
-        (registered so an unload can answer it) is made only for a request that waits."""
+        (registered so an unload can answer it) is made only for a request that waits; it is handed out
+        as it is (the dispatcher answers from its done callback: no coroutine or task per request)."""
         assert shard.coordinator is not None
         token = next(self._tokens)
         direct = self._direct
@@ -426,20 +419,13 @@ class CoordinatorRuntime(Generic[C]):
         finally:
             body = direct.pop(token)
         if body is not _NO_REPLY:
-            return body  # only parked requests (futures) are ever answered _Failed
+            return body
         if self.shards.get(shard.partition) is not shard or self._closed:
             return on_error(E.NOT_COORDINATOR)  # unloaded while the call ran
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[token] = future
+        self._pending[token] = (future, on_error)
         shard.tokens.add(token)
-        return self._finish(future, on_error)
-
-    @staticmethod
-    async def _finish(future: asyncio.Future[Any], on_error: Callable[[int], Any]) -> Any:
-        body = await future
-        if isinstance(body, _Failed):
-            return on_error(body.code)
-        return body
+        return future
 
     def run_on_partition(self, partition: int, call: Callable[[C, Hashable], Any],
                          on_error: Callable[[int], Any]) -> Any:
@@ -456,12 +442,13 @@ class CoordinatorRuntime(Generic[C]):
             return
         pending = self._pending
         for token, body in effects.replies:
-            future = pending.pop(token, None)
-            if future is None:
+            entry = pending.pop(token, None)
+            if entry is None:
                 if token in self._direct:
                     self._direct[token] = body  # the reply of a call still running (see run)
                 continue
             shard.tokens.discard(token)
+            future = entry[0]
             if not future.done():
                 future.set_result(body)
         if self._on_effects is not None:
@@ -584,7 +571,7 @@ class CoordinatorRuntime(Generic[C]):
                 shard.timer.cancel()
             if shard.load_task is not None:
                 shard.load_task.cancel()
-        for future in self._pending.values():
+        for future, _ in self._pending.values():
             if not future.done():
                 future.cancel()
         self._pending.clear()

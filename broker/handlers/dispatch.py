@@ -3,7 +3,8 @@
 For each request it resolves (API, version) to its codec and registered handler, decodes the
 body, passes it through the authorization pass (:class:`~broker.handlers.authorization.RequestAuthorizer`,
 when the connection carries an authorization session), applies injected faults, runs the handler
-and encodes its answer — at once, or when the handler's awaitable resolves.  Unknown APIs close the
+and encodes its answer — at once, or as a :class:`Later` when the handler's answer is still to come
+(encoded by a callback on its future when it resolves: no task or coroutine per parked request).  Unknown APIs close the
 connection; versions it cannot parse get UNSUPPORTED_VERSION (ApiVersions: KIP-511's v0 answer).
 Encoding, ordering and transmission belong to :mod:`broker.network.server`.
 """
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from broker.security.acl import AuthorizationSession
     from broker.testing.faults import FaultInjector
 
-__all__ = ["RequestDispatcher"]
+__all__ = ["Later", "RequestDispatcher"]
 
 E = ErrorCode
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
@@ -86,6 +87,24 @@ class _OnBehalfPeer:
 Forward = Callable[[Obj], Awaitable[Obj]]
 
 
+class Later:
+    """A response still to come: ``future`` resolves to the handler's reply (a body, or None for no
+    response), which :meth:`parts` encodes.  A handler's future (a parked coordinator request, a
+    purgatory wait) is used as it is; any other awaitable runs as a task."""
+
+    __slots__ = ("ctx", "dispatcher", "future")
+
+    def __init__(self, future: asyncio.Future[Any], ctx: RequestContext, dispatcher: RequestDispatcher) -> None:
+        self.future = future
+        self.ctx = ctx
+        self.dispatcher = dispatcher
+
+    def parts(self) -> Any:
+        """The response parts of the resolved reply (None: no response); raises what the handler
+        raised, or what encoding it raises."""
+        return self.dispatcher._respond(self.ctx, self.future.result())
+
+
 class RequestDispatcher:
     def __init__(self, services: Services, *, metrics: BrokerMetrics, faults: FaultInjector | None = None) -> None:
         self.services = services
@@ -105,7 +124,7 @@ class RequestDispatcher:
 
     def dispatch(self, conn: KafkaConnection, frame: bytes) -> Any:
         """Decode one request frame and run its handler; returns response parts (None: no response)
-        or an awaitable of them."""
+        or a :class:`Later`."""
         key, version, correlation_id = peek_header(frame)
         route = self._routes.get((key, version))
         if route is None:
@@ -126,11 +145,15 @@ class RequestDispatcher:
         if faults is not None and faults.active:
             fault = faults.intercept(key)
             if fault is not None:
-                return self._run_fault(ctx, request, handler, fault)
+                return self._later(ctx, self._run_fault(ctx, request, handler, fault))
         result = handler(self.services, ctx, request)
         if result is None or isinstance(result, dict):
             return self._respond(ctx, result)
-        return self._finish_async(ctx, result)
+        return self._later(ctx, result)
+
+    def _later(self, ctx: RequestContext, pending: Awaitable[Reply]) -> Later:
+        future = pending if isinstance(pending, asyncio.Future) else asyncio.ensure_future(pending)
+        return Later(future, ctx, self)
 
     def _unroutable(self, conn: KafkaConnection, frame: bytes, key: int, version: int, correlation_id: int) -> Any:
         """A request of an API key we do not serve, or of a version we cannot parse."""
@@ -207,21 +230,18 @@ class RequestDispatcher:
         response = b"".join(bytes(part) for part in parts)
         return decode_response(api_key, version, memoryview(response)[4:])[1]
 
-    async def _finish_async(self, ctx: RequestContext, pending: Awaitable[Reply]) -> Any:
-        return self._respond(ctx, await pending)
-
-    async def _run_fault(self, ctx: RequestContext, request: Obj, handler: Handler, fault: Any) -> Any:
+    async def _run_fault(self, ctx: RequestContext, request: Obj, handler: Handler, fault: Any) -> Reply:
         if fault.latency_ms:
             await asyncio.sleep(fault.latency_ms / 1000)
         if fault.drop_connection:
             ctx.conn.fail("fault injection: drop connection")
             return None
         if fault.error_code is not None:
-            return self._respond(ctx, error_response(ctx.header.api_key, ctx.version, request, fault.error_code))
+            return error_response(ctx.header.api_key, ctx.version, request, fault.error_code)
         result = handler(self.services, ctx, request)
         if result is not None and not isinstance(result, dict):
             result = await result
-        return self._respond(ctx, result)
+        return result
 
     def _respond(self, ctx: RequestContext, body: Reply, version_override: int | None = None) -> Any:
         header = ctx.header

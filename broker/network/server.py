@@ -55,16 +55,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import errno
-import inspect
 import logging
 import os
 import socket
 import struct
 import time
-import types
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from broker.log.region import FileRegion, release_parts
 from broker.security.acl import ANONYMOUS, AuthorizationSession
@@ -76,7 +74,7 @@ from broker.security.tls import principal_from_certificate
 from protocol.api import APIS, api_name, decode_request_header
 from protocol.errors import ProtocolError
 from protocol.framing import FrameReceiver
-from protocol.primitives import ExternalBytes, Obj
+from protocol.primitives import ExternalBytes
 
 if TYPE_CHECKING:
     from broker.handlers.dispatch import RequestDispatcher
@@ -119,15 +117,14 @@ class ServerSettings:
     message_max_bytes: int
 
 
-def is_awaitable(result: Any) -> bool:
-    """Whether a handler's result is still to come (a coroutine or future).  Cheap for the
-    usual answers (``isinstance(x, Awaitable)`` costs an ABC check on every request)."""
-    kind = type(result)
-    if kind is list or kind is Obj or kind is dict or result is None:
-        return False
-    if kind is types.CoroutineType or isinstance(result, asyncio.Future):
-        return True
-    return inspect.isawaitable(result)
+class PendingResponse(Protocol):
+    """What the dispatcher returns for a response still to come: ``future`` resolves (or fails, or is
+    cancelled when the connection closes), then ``parts()`` gives the response parts (None: no
+    response) or raises what the handler or its encoding raised."""
+
+    future: asyncio.Future[Any]
+
+    def parts(self) -> list[Any] | None: ...
 
 
 def _parts_size(parts: list[Any]) -> int:
@@ -361,10 +358,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         finally:
             server.handling_frame = server.handling_conn = None
-        if is_awaitable(result):
-            task = asyncio.ensure_future(result)
-            self.tasks.add(task)
-            task.add_done_callback(lambda t, s=slot: self._finish_async(t, s))  # type: ignore[misc]
+        if result is not None and result.__class__ is not list:  # a PendingResponse
+            future = result.future
+            self.tasks.add(future)
+            future.add_done_callback(lambda _, s=slot, r=result: self._finish_later(r, s))  # type: ignore[misc]
         else:
             self._complete(slot, result)
 
@@ -440,23 +437,27 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.close_after_pending("authentication failed")
         return body
 
-    def _finish_async(self, task: asyncio.Future[Any], slot: _Slot) -> None:
-        self.tasks.discard(task)
-        if task.cancelled():
+    def _finish_later(self, later: PendingResponse, slot: _Slot) -> None:
+        """A response that was still to come has come (or failed, or was cancelled by the close)."""
+        future = later.future
+        self.tasks.discard(future)
+        if future.cancelled():
             return
-        exc = task.exception()
-        if self.closed:
-            if exc is None:
-                release_parts(task.result())
-            return
-        if exc is not None:
-            if isinstance(exc, ProtocolError):
+        try:
+            parts = later.parts()
+        except ProtocolError as exc:
+            if not self.closed:
                 self.fail(f"malformed request: {exc}")
-            else:
+            return
+        except Exception as exc:
+            if not self.closed:
                 log.error("request handler failed on %s; closing the connection", self.peer, exc_info=exc)
                 self.fail("internal error")
             return
-        self._complete(slot, task.result())
+        if self.closed:
+            release_parts(parts)
+            return
+        self._complete(slot, parts)
         self._run()
 
     def _complete(self, slot: _Slot, parts: Any) -> None:

@@ -125,7 +125,7 @@ async def test_a_reply_in_the_calls_own_effects_comes_back_at_once_with_nothing_
 async def test_a_parked_request_is_answered_by_a_later_call() -> None:
     runtime, shard, _, _ = _runtime()
     parked = runtime.run(shard, lambda c, token: c.call(token, None), _on_error)
-    assert asyncio.iscoroutine(parked)
+    assert isinstance(parked, asyncio.Future) and not parked.done()
     task = asyncio.ensure_future(parked)
     await asyncio.sleep(0)
     assert not task.done() and len(shard.tokens) == 1

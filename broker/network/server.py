@@ -199,7 +199,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._running = False
         self._again = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.tasks: set[asyncio.Future[Any]] = set()
+        self.waiting: set[asyncio.Future[Any]] = set()  # the futures of responses still to come
         self.state: dict[str, Any] = {}
         #: called once the connection has closed (what is tied to it ends: share sessions)
         self.close_callbacks: list[Callable[[], None]] = []
@@ -243,8 +243,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.closed = True
         self._release_all()
         self.server.unregister(self)
-        for task in list(self.tasks):
-            task.cancel()
+        for future in list(self.waiting):
+            future.cancel()
         for callback in self.close_callbacks:
             try:
                 callback()
@@ -360,7 +360,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             server.handling_frame = server.handling_conn = None
         if result is not None and result.__class__ is not list:  # a PendingResponse
             future = result.future
-            self.tasks.add(future)
+            self.waiting.add(future)
             future.add_done_callback(lambda _, s=slot, r=result: self._finish_later(r, s))  # type: ignore[misc]
         else:
             self._complete(slot, result)
@@ -440,7 +440,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _finish_later(self, later: PendingResponse, slot: _Slot) -> None:
         """A response that was still to come has come (or failed, or was cancelled by the close)."""
         future = later.future
-        self.tasks.discard(future)
+        self.waiting.discard(future)
         if future.cancelled():
             return
         try:

@@ -17,4 +17,4 @@ if TYPE_CHECKING:
 
 @handles(ApiKey.HEARTBEAT, versions=(0, 4))
 def heartbeat(s: Services, ctx: RequestContext, req: Obj) -> Reply | Awaitable[Reply]:
-    return s.groups.request(ApiKey.HEARTBEAT, ctx.version, req)
+    return s.groups.heartbeat(ctx.version, req)

@@ -173,6 +173,10 @@ class GroupCoordinator(ShareGroupApis):
         self.membership.heartbeat(api_version, request, token)
         return self._finish()
 
+    def heartbeat_now(self, now_ms: int, api_version: int, request: Request) -> Response | None:
+        """Heartbeat's common case answered at once, without effects (None: call :meth:`heartbeat`)."""
+        return self.membership.heartbeat_now(now_ms, api_version, request)
+
     def leave_group(self, now_ms: int, api_version: int, request: Request, token: Hashable) -> Effects:
         """LeaveGroup v0-5."""
         self._begin(now_ms)

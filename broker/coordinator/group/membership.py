@@ -810,6 +810,31 @@ class GroupMetadataManager:
                     error = E.REBALANCE_IN_PROGRESS if group.state is PREPARING else E.NONE
         self._w.reply(token, _heartbeat_response(api_version, error))
 
+    def heartbeat_now(self, now_ms: int, api_version: int, request: Request) -> Response | None:
+        """Heartbeat's common case, answered without effects: a member of a Stable or CompletingRebalance
+        classic group, in its generation (a static member by its own instance id), whose session timer
+        is armed to fire no later than its new deadline (so no timer is re-armed).  None for anything
+        else, changing nothing: the caller then runs :meth:`heartbeat`, which answers the same case the
+        same way."""
+        g = request.get
+        group = self.groups.get(g("group_id") or "")
+        if group is None:
+            return None
+        state = group.state
+        if state is not STABLE and state is not COMPLETING:
+            return None
+        member_id = g("member_id") or ""
+        member = group.members.get(member_id)
+        if member is None or g("generation_id") != group.generation_id:
+            return None
+        if api_version >= 3:
+            instance_id = g("group_instance_id")
+            if instance_id is not None and group.static_members.get(instance_id) != member_id:
+                return None
+        if not self.timers.postpone((_HEARTBEAT, group.group_id, member_id), now_ms + member.session_timeout_ms):
+            return None
+        return _heartbeat_response(api_version, E.NONE)
+
     # ============================================================================ LeaveGroup
 
     def leave_group(self, api_version: int, request: Request, token: Hashable) -> None:

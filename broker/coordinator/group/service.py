@@ -156,6 +156,18 @@ class GroupService:
             return error_response(key, version, req, code)
         return self._run(shard, key, version, req, client_id, client_host, topic_view)
 
+    def heartbeat(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
+        """Heartbeat: the common case (a member of a settled classic group in its generation) is answered
+        by the shard's coordinator at once — it writes nothing and releases nothing, so the runtime's
+        tokens and effects are skipped; anything else takes :meth:`request`'s path."""
+        shard, _ = self._shard_for(req["group_id"])
+        if shard is not None:
+            assert shard.coordinator is not None
+            body = shard.coordinator.heartbeat_now(now_ms(), version, req)
+            if body is not None:
+                return body
+        return self.request(ApiKey.HEARTBEAT, version, req)
+
     def describe_groups(self, version: int, req: Obj) -> Obj | Awaitable[Obj]:
         return self._scatter(ApiKey.DESCRIBE_GROUPS, version, req, "groups", "groups", _describe_error)
 

@@ -54,6 +54,15 @@ class KeyedTimers:
             armed[2].cancel()
         self._arm(key, deadline_ms)
 
+    def postpone(self, key: Hashable, deadline_ms: int) -> bool:
+        """Move ``key``'s deadline to ``deadline_ms`` if its wheel entry fires no later (then nothing is
+        re-armed and :meth:`next_deadline` is unchanged); False, changing nothing, otherwise."""
+        armed = self._armed.get(key)
+        if armed is None or armed[1] > deadline_ms:
+            return False
+        self._deadline[key] = deadline_ms
+        return True
+
     def cancel(self, key: Hashable) -> None:
         if self._deadline.pop(key, None) is not None:
             armed = self._armed.pop(key, None)

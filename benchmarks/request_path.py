@@ -78,6 +78,7 @@ import raw_wire as rw
 
 from broker.network.server import KafkaConnection
 from broker.testing.embedded import Broker
+from broker.testing.transport import FrameTransport, feed
 from protocol.api import APIS, ApiKey, decode_response, encode_request
 from protocol.compiled import PURE_PYTHON_ENV
 
@@ -87,75 +88,6 @@ SGH_V = APIS[ApiKey.SHARE_GROUP_HEARTBEAT].max_version
 SHARE_FETCH_V = APIS[ApiKey.SHARE_FETCH].max_version
 THROTTLED_RATE = 10_000_000_000  # bytes/s: far above what one core sends, so no fetch is held back
 FOLLOWER = 2  # the replica id of the follower's fetches (not a broker of the embedded one-node cluster)
-
-
-class NullTransport:
-    """A transport that takes every write and never pushes back; while ``capture`` is set it keeps the
-    response frames written (``frames``) and wakes ``waiter`` once ``want`` of them are there."""
-
-    def __init__(self) -> None:
-        self.capture = False
-        self.buf = bytearray()
-        self.frames: list[bytes] = []
-        self.want = 0
-        self.waiter: asyncio.Future[None] | None = None
-
-    def write(self, data: Any) -> None:
-        if self.capture:
-            self.buf += data
-            self._frames()
-
-    def writelines(self, data: Any) -> None:
-        if self.capture:
-            for d in data:
-                self.buf += d
-            self._frames()
-
-    def _frames(self) -> None:
-        buf = self.buf
-        pos = 0
-        while len(buf) - pos >= 4:
-            size = int.from_bytes(buf[pos:pos + 4], "big")
-            if len(buf) - pos - 4 < size:
-                break
-            self.frames.append(bytes(buf[pos + 4:pos + 4 + size]))
-            pos += 4 + size
-        if pos:
-            del buf[:pos]
-        if self.waiter is not None and len(self.frames) >= self.want and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    async def until(self, n: int) -> None:
-        """Wait until ``n`` response frames have been written in all."""
-        if len(self.frames) >= n:
-            return
-        self.want = n
-        self.waiter = asyncio.get_running_loop().create_future()
-        await asyncio.wait_for(self.waiter, 30)
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return default
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        pass
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
 
 
 @dataclass
@@ -379,25 +311,16 @@ async def measure(name: str, requests: int, profile: bool, sort: str = "tottime"
         loop = asyncio.get_running_loop()
         n = requests + WARMUP
         case = await loop.run_in_executor(None, case_for, name, port, n)
-        transport = NullTransport()
+        transport = FrameTransport(capture=False)
         conn = KafkaConnection(broker.core.server)
         conn.connection_made(transport)  # type: ignore[arg-type]
-
-        def feed(blob: memoryview) -> None:
-            off = 0
-            while off < len(blob):
-                buf = conn.get_buffer(-1)
-                k = min(len(buf), len(blob) - off)
-                buf[:k] = blob[off:off + k]
-                off += k
-                conn.buffer_updated(k)
 
         prof = cProfile.Profile() if profile else None
         if case.sequential:
             transport.capture = True
             blobs = [memoryview(f) for f in case.frames]
             for i in range(WARMUP):  # the share session opened, the codecs compiled, caches filled
-                feed(blobs[i])
+                feed(conn, blobs[i])
                 await transport.until(i + 1)
             checked(case, transport.frames)
             timed = blobs[WARMUP:]
@@ -405,7 +328,7 @@ async def measure(name: str, requests: int, profile: bool, sort: str = "tottime"
             if prof is not None:
                 prof.enable()
             for i, blob in enumerate(timed, WARMUP + 1):
-                feed(blob)
+                feed(conn, blob)
                 await transport.until(i)
             if prof is not None:
                 prof.disable()
@@ -417,7 +340,7 @@ async def measure(name: str, requests: int, profile: bool, sort: str = "tottime"
             per = min(PIPELINE, len(case.frames))
             transport.capture = True
             for i in range(20):  # warm up: codecs compiled, caches filled
-                feed(blob)
+                feed(conn, blob)
                 await transport.until((i + 1) * per)
             transport.capture = False
             checked(case, transport.frames)
@@ -430,12 +353,12 @@ async def measure(name: str, requests: int, profile: bool, sort: str = "tottime"
                 transport.capture = True
                 for _ in range(rounds):
                     transport.frames.clear()
-                    feed(blob)
+                    feed(conn, blob)
                     await transport.until(per)
                 checked(case, transport.frames)
             else:
                 for _ in range(rounds):
-                    feed(blob)
+                    feed(conn, blob)
                     await asyncio.sleep(0)  # let the loop run what the requests scheduled
             if prof is not None:
                 prof.disable()

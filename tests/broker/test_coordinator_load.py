@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from typing import Any
 
@@ -134,12 +135,12 @@ class _Timer:
         return None
 
 
-async def until(predicate: Any, what: str) -> None:
-    for _ in range(2000):
-        if predicate():
-            return
+async def until(predicate: Any, what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.001)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def takeover(log: PartitionLog, epoch: int

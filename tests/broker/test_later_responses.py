@@ -12,61 +12,17 @@ import logging
 from typing import Any
 
 import pytest
+from test_coordinator_load import until
 
 from broker.network.server import KafkaConnection
 from broker.testing.embedded import Broker
+from broker.testing.transport import FrameTransport, feed
 from protocol.api import ApiKey, decode_response, encode_request
 from protocol.error_codes import ErrorCode
 
 E = ErrorCode
 COMMIT_V = 8
 GROUP = "later-commits"
-
-
-class KeepingTransport:
-    """A transport that keeps every response frame written to it."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.frames: list[bytes] = []
-        self.closed = False
-
-    def write(self, data: Any) -> None:
-        self.buf += data
-        while len(self.buf) >= 4:
-            size = int.from_bytes(self.buf[:4], "big")
-            if len(self.buf) < 4 + size:
-                break
-            self.frames.append(bytes(self.buf[4:4 + size]))
-            del self.buf[:4 + size]
-
-    def writelines(self, data: Any) -> None:
-        for d in data:
-            self.write(d)
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.1", 1) if name == "peername" else default
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        pass
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
-
-    def abort(self) -> None:
-        self.closed = True
 
 
 def _commit(correlation_id: int, offset: int) -> bytes:
@@ -77,36 +33,18 @@ def _commit(correlation_id: int, offset: int) -> bytes:
              "committed_metadata": None}]}]})
 
 
-def _feed(conn: KafkaConnection, data: bytes) -> None:
-    view, off = memoryview(data), 0
-    while off < len(view):
-        buf = conn.get_buffer(-1)
-        k = min(len(buf), len(view) - off)
-        buf[:k] = view[off:off + k]
-        off += k
-        conn.buffer_updated(k)
-
-
-async def _until(predicate: Any, what: str) -> None:
-    for _ in range(2000):
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def _committed(broker: Broker) -> int:
     conn, transport = _connection(broker)
-    _feed(conn, encode_request(ApiKey.OFFSET_FETCH, 7, 99, "later", {
+    feed(conn, encode_request(ApiKey.OFFSET_FETCH, 7, 99, "later", {
         "group_id": GROUP, "topics": [{"name": "later-topic", "partition_indexes": [0]}], "require_stable": False}))
-    await _until(lambda: transport.frames, "the OffsetFetch answer")
+    await until(lambda: transport.frames, "the OffsetFetch answer")
     _, body = decode_response(ApiKey.OFFSET_FETCH, 7, transport.frames[0])
     conn.connection_lost(None)
     return body["topics"][0]["partitions"][0]["committed_offset"]
 
 
-def _connection(broker: Broker) -> tuple[KafkaConnection, KeepingTransport]:
-    transport = KeepingTransport()
+def _connection(broker: Broker) -> tuple[KafkaConnection, FrameTransport]:
+    transport = FrameTransport()
     conn = KafkaConnection(broker.core.server)
     conn.connection_made(transport)  # type: ignore[arg-type]
     return conn, transport
@@ -131,12 +69,12 @@ async def test_parked_requests_are_answered_in_order_without_a_task_each(broker:
     conn, transport = _connection(broker)
     before = len(asyncio.all_tasks())
     n = 32
-    _feed(conn, b"".join(_commit(i + 1, 100 + i) for i in range(n)))
+    feed(conn, b"".join(_commit(i + 1, 100 + i) for i in range(n)))
     assert not transport.frames, "an OffsetCommit is answered only once its record is written"
     assert len(conn.pending) == n
     # each waits on the future the coordinator handed out, not on a task of its own
     assert len(asyncio.all_tasks()) - before < n // 2
-    await _until(lambda: len(transport.frames) == n, f"{n} OffsetCommit answers")
+    await until(lambda: len(transport.frames) == n, f"{n} OffsetCommit answers")
     answers = [decode_response(ApiKey.OFFSET_COMMIT, COMMIT_V, f) for f in transport.frames]
     assert [cid for cid, _ in answers] == list(range(1, n + 1))
     assert all(b["topics"][0]["partitions"][0]["error_code"] == E.NONE for _, b in answers)
@@ -149,14 +87,14 @@ async def test_a_connection_lost_while_requests_wait_drops_their_answers_only(
         broker: Broker, caplog: pytest.LogCaptureFixture) -> None:
     await _committed(broker)
     conn, transport = _connection(broker)
-    _feed(conn, b"".join(_commit(i + 1, 500 + i) for i in range(8)))
+    feed(conn, b"".join(_commit(i + 1, 500 + i) for i in range(8)))
     waiting = list(conn.waiting)
     assert len(waiting) == 8 and not transport.frames
     with caplog.at_level(logging.ERROR):
         conn.connection_lost(None)
         assert all(f.cancelled() for f in waiting)
         # the commits were handed to the coordinator: they are still written, nobody is answered
-        await _until(lambda: broker.core.services.groups.runtime._pending == {}, "the writes to complete")
+        await until(lambda: broker.core.services.groups.runtime._pending == {}, "the writes to complete")
         assert await _committed(broker) == 507
     assert not transport.frames
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -177,11 +115,11 @@ async def test_a_future_that_fails_closes_the_connection_after_the_answers_befor
 
     dispatcher._routes[key] = (codec, second_fails)
     conn, transport = _connection(broker)
-    _feed(conn, _commit(1, 1) + _commit(2, 2))
-    await _until(lambda: len(transport.frames) == 1, "the first answer")
+    feed(conn, _commit(1, 1) + _commit(2, 2))
+    await until(lambda: len(transport.frames) == 1, "the first answer")
     assert not conn.closed
     with caplog.at_level(logging.ERROR):
         failing.set_exception(RuntimeError("handler broke"))
-        await _until(lambda: conn.closed, "the connection to close")
+        await until(lambda: conn.closed, "the connection to close")
     assert len(transport.frames) == 1 and transport.closed
     assert any("request handler failed" in r.getMessage() for r in caplog.records)

@@ -4,8 +4,9 @@ For each request it resolves (API, version) to its codec and registered handler,
 body, passes it through the authorization pass (:class:`~broker.handlers.authorization.RequestAuthorizer`,
 when the connection carries an authorization session), applies injected faults, runs the handler
 and encodes its answer — at once, or as a :class:`Later` when the handler's answer is still to come
-(encoded by a callback on its future when it resolves: no task or coroutine per parked request).  Unknown APIs close the
-connection; versions it cannot parse get UNSUPPORTED_VERSION (ApiVersions: KIP-511's v0 answer).
+(encoded by a callback on its future when it resolves: no task or coroutine per parked request).
+Unknown APIs close the connection; versions it cannot parse get UNSUPPORTED_VERSION (ApiVersions:
+KIP-511's v0 answer).
 Encoding, ordering and transmission belong to :mod:`broker.network.server`.
 """
 

@@ -818,19 +818,13 @@ class GroupMetadataManager:
         same way."""
         g = request.get
         group = self.groups.get(g("group_id") or "")
-        if group is None:
-            return None
-        state = group.state
-        if state is not STABLE and state is not COMPLETING:
+        if group is None or (group.state is not STABLE and group.state is not COMPLETING):
             return None
         member_id = g("member_id") or ""
-        member = group.members.get(member_id)
-        if member is None or g("generation_id") != group.generation_id:
+        instance_id = g("group_instance_id") if api_version >= 3 else None
+        if self._validate_generation(group, member_id, instance_id, g("generation_id")) is not None:
             return None
-        if api_version >= 3:
-            instance_id = g("group_instance_id")
-            if instance_id is not None and group.static_members.get(instance_id) != member_id:
-                return None
+        member = group.members[member_id]
         if not self.timers.postpone((_HEARTBEAT, group.group_id, member_id), now_ms + member.session_timeout_ms):
             return None
         return _heartbeat_response(api_version, E.NONE)

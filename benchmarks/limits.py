@@ -142,6 +142,38 @@ def sendfile_rate(path: str, total: int, *, sender_cpu: int | None = None, recei
         return total / _best(runs, lambda: _receive_from(_send_file, (path, total, sender_cpu), total, "sendfile"))
 
 
+def page_cache_write_rates(directory: str, total: int, chunk: int, *, cpu: int | None = None) -> tuple[float, float]:
+    """Bytes/s of ``os.pwrite`` of ``chunk``-byte pieces (no fsync) into a new file in ``directory``: first into
+    pages the page cache takes from free memory, then, after that file is removed, into a second new file
+    that takes the pages its removal freed (the page cache of a broker whose retention deletes as fast as it
+    writes).  On a virtual machine the two differ: memory the guest freed long ago may have been handed back
+    to the host, and the first write to each such page then waits for the host to supply it."""
+    data = memoryview(os.urandom(chunk))
+
+    def once(path: str) -> float:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            start = time.perf_counter()
+            for position in range(0, total - total % chunk, chunk):
+                os.pwrite(fd, data, position)
+            return time.perf_counter() - start
+        finally:
+            os.close(fd)
+
+    first, second = os.path.join(directory, ".page-cache-1"), os.path.join(directory, ".page-cache-2")
+    written = total - total % chunk
+    with pinned(cpu):
+        try:
+            fresh = once(first)
+            os.unlink(first)  # its dirty pages are dropped, not written back, and go to the free lists
+            reused = once(second)
+        finally:
+            for path in (first, second):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+    return written / fresh, written / reused
+
+
 def _send_tls(sock: socket.socket, context: ssl.SSLContext, total: int, cpu: int | None) -> None:
     pin(cpu)
     with context.wrap_socket(sock, server_side=True) as tls:

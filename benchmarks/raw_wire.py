@@ -13,7 +13,8 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
 
 * ``ingest``   acks=1 Produce of one pre-built batch per request (1 MB and 64 KiB batches of
   1,000-byte records; also 100-byte records at 1 MB), 8 requests in flight on one connection,
-  against the loopback socket rate;
+  against the loopback socket rate, and beside it what the page cache takes of the same pieces
+  (``limits.page_cache_write_rates``: ``pwrite`` into fresh pages, and into pages just freed);
 * ``egress``   a consumer reading the 1 MB-batch topic from the beginning (Fetch with
   ``partition_max_bytes`` 16 MiB, one request at a time, as librdkafka does; each response read as
   it arrives in 1 MiB pieces, as the limit's receiver reads, looking only at batch headers; after an
@@ -78,7 +79,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from limits import CHUNK, pinned, sendfile_rate, socket_rate, tls_socket_rate
+from limits import CHUNK, page_cache_write_rates, pinned, sendfile_rate, socket_rate, tls_socket_rate
 from security import make_pki
 
 from broker.testing.harness import BrokerProcess
@@ -496,9 +497,14 @@ class Bench:
             # the previous case's data at rest: its writeback must not slow this case's writes (measured
             # without this, the second case of 1 GB ran at 40 % of the first's rate whatever its records)
             os.sync()
+            # what the page cache takes of the same writes, on the broker's core, just before
+            fresh, reused = page_cache_write_rates(str(self.broker.data_dir if self.broker else "."),
+                                                   min(total, 1000 * MB), bb, cpu=a.broker_cpu)
             rate, per_cpu = self.produce_rate(port, topic, 1, rb, bb, total, 8, case=topic)
             self.report(f"{label:50s} {rate / MB:9.1f} MB/s  {rate / sock:6.1%} of loopback socket; "
                         f"{per_cpu / MB:7.1f} MB per broker CPU-s ({per_cpu / sock:6.1%})")
+            self.report(f"  {'page cache: pwrite of the same pieces, fresh pages':48s} {fresh / MB:9.1f} MB/s  "
+                        f"(ingest {rate / fresh:6.1%}); into pages just freed {reused / MB:9.1f} MB/s")
         if do_egress:
             self.egress(port, "ingest-1mb")
         self.stop_broker()

@@ -174,6 +174,47 @@ def page_cache_write_rates(directory: str, total: int, chunk: int, *, cpu: int |
     return written / fresh, written / reused
 
 
+def confine_memory(pid: int, limit_bytes: int) -> str | None:
+    """Put process ``pid`` in a new memory cgroup (v1 or v2, beside this process's own) that holds at most
+    ``limit_bytes``, page cache included: once its page cache is that full, the process's writes reuse the
+    pages of what it wrote before (the kernel reclaims its oldest clean pages), as on a machine whose memory
+    is full of a long-running broker's log — instead of taking free memory, which a virtual machine may have
+    handed back to the host.  Returns the cgroup's directory (for :func:`release_memory`), or None when this
+    machine does not let us make one."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            base, limit_file = f"/sys/fs/cgroup/memory{path}", "memory.limit_in_bytes"
+            break
+    else:
+        base, limit_file = "/sys/fs/cgroup" + next((ln.split(":", 2)[2] for ln in lines if ln.startswith("0::")), "/"), \
+            "memory.max"
+    directory = os.path.join(base, f"kbroker-bench-{pid}")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, limit_file), "w") as f:
+            f.write(str(limit_bytes))
+        with open(os.path.join(directory, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+        return None
+    return directory
+
+
+def release_memory(directory: str | None) -> None:
+    """Remove a cgroup :func:`confine_memory` made (its process has exited)."""
+    if directory is not None:
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
 def _send_tls(sock: socket.socket, context: ssl.SSLContext, total: int, cpu: int | None) -> None:
     pin(cpu)
     with context.wrap_socket(sock, server_side=True) as tls:

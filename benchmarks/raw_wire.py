@@ -1,7 +1,8 @@
 """The broker's own ceiling: raw Kafka requests over the wire, no client library in the way.
 
     .venv/bin/python benchmarks/raw_wire.py [--cases ingest,egress,small,many,memory,tls]
-        [--ingest-mb 2000] [--memory-gb 10] [--broker-cpu 0] [--loadgen-cpu 1] [--profile DIR]
+        [--ingest-mb 2000] [--memory-gb 10] [--broker-cpu 0] [--loadgen-cpu 1] [--broker-memory-mb MIB]
+        [--profile DIR]
         [--compare-pure [--compare-rounds 2]]
 
 Starts ``python -m broker`` (the pinned command line, default settings: ``log.flush.interval.ms``
@@ -50,6 +51,13 @@ measured in the same run (``benchmarks/limits.py``, pinned the same way):
 * ``memory``   broker peak RSS (``/proc/<pid>/status`` VmRSS, sampled every 50 ms) while
   ingesting ``--memory-gb`` GB of 1 MB batches over 4 connections.
 
+``--broker-memory-mb MIB`` holds the broker's memory, its page cache included, to that much (a memory cgroup,
+``limits.confine_memory``), and ``many`` fills it with a scratch topic before it measures: the writes then
+reuse the pages of the broker's older data, as on a machine whose memory is full of a long-running broker's
+log.  Without it a broker on a machine with much free memory writes into fresh pages, and on a virtual
+machine that reports freed memory to its host (virtio-balloon free page reporting) the first write to
+each page waits for the host to supply it: the ingest case's page-cache line shows how much that costs.
+
 ``--profile DIR`` records each case's broker with ``py-spy`` (``pip install py-spy``) into
 ``DIR/<case>.txt`` (collapsed stacks) and prints the top functions by own time; profiling
 (``--profile``, ``--cprofile``) runs every module as Python, since the profilers see Python frames only.
@@ -79,7 +87,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from limits import CHUNK, page_cache_write_rates, pinned, sendfile_rate, socket_rate, tls_socket_rate
+from limits import (
+    CHUNK,
+    confine_memory,
+    page_cache_write_rates,
+    pinned,
+    release_memory,
+    sendfile_rate,
+    socket_rate,
+    tls_socket_rate,
+)
 from security import make_pki
 
 from broker.testing.harness import BrokerProcess
@@ -409,6 +426,7 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="kbroker-raw-", dir=args.dir)
         self.broker: BrokerProcess | None = None
         self.profiler: Profiler | None = None
+        self.cgroup: str | None = None
         self.results: list[str] = []
 
     def start_broker(self, name: str, settings: list[str] | None = None, listeners: list[str] | None = None) -> int:
@@ -424,6 +442,10 @@ class Bench:
         assert self.broker.proc is not None
         if self.args.broker_cpu is not None:
             os.sched_setaffinity(self.broker.proc.pid, {self.args.broker_cpu})
+        if self.args.broker_memory_mb:
+            self.cgroup = confine_memory(self.broker.proc.pid, self.args.broker_memory_mb * 2**20)
+            print(f"broker memory (page cache included) held to {self.args.broker_memory_mb} MiB: "
+                  f"{self.cgroup or 'not possible here, running without'}", flush=True)
         self.profiler = Profiler(self.args.profile, self.broker.proc.pid)
         return self.broker.port
 
@@ -435,6 +457,8 @@ class Bench:
                 shutil.copy(self.broker.log_path, self.args.broker_logs)
             shutil.rmtree(self.broker.data_dir, ignore_errors=True)
             self.broker = None
+            release_memory(self.cgroup)
+            self.cgroup = None
 
     def report(self, line: str) -> None:
         self.results.append(line)
@@ -629,6 +653,12 @@ class Bench:
         create_topic(port, "one", 1)
         create_topic(port, "many", 10)
         total = a.ingest_mb * MB
+        if self.cgroup is not None:
+            # the page cache the broker is held to, filled first: every write measured below reuses its pages
+            create_topic(port, "fill", 1)
+            fill = int(a.broker_memory_mb * 2**20 * 1.1)
+            rate, _ = self.produce_rate(port, "fill", 1, 1000, 1_000_000, fill, 8, case="many-fill")
+            print(f"page cache filled first: {fill / MB:,.0f} MB in 1 MB batches at {rate / MB:,.0f} MB/s", flush=True)
         single, single_cpu = self.produce_rate(port, "one", 1, 1000, 65_536, total, 8, case="many-single")
         agg, agg_cpu = self.produce_rate(port, "many", 10, 1000, 65_536, total, 2, conns=100, case="many-100")
         self.report(f"{'ingest 64 KiB batches, 1 connection':50s} {single / MB:9.1f} MB/s  "
@@ -1029,6 +1059,10 @@ def main() -> None:
     cpus = os.cpu_count() or 1
     ap.add_argument("--broker-cpu", type=int, default=0 if cpus >= 2 else None)
     ap.add_argument("--loadgen-cpu", type=int, default=1 if cpus >= 2 else None)
+    ap.add_argument("--broker-memory-mb", type=int, default=0, metavar="MIB",
+                    help="hold the broker's memory, its page cache included, to this many MiB (a memory cgroup): "
+                         "its writes then reuse its own page cache's pages, as on a machine full of a "
+                         "long-running broker's log, instead of taking free memory (0: not held)")
     ap.add_argument("--broker-set", action="append", default=[], metavar="NAME=VALUE",
                     help="a broker setting for every case's broker (repeatable)")
     ap.add_argument("--profile", default=None, help="directory for py-spy profiles of each case")

@@ -277,7 +277,7 @@ class BrokerConfig:
         _LONG_MAX, LONG, LOG, "With N, the append that makes N unfsynced messages of a partition fsyncs before it is "
         "acknowledged (1: every append).", dynamic=YES, topic="flush.messages")
     log_flush_interval_ms: int | None = setting(
-        1000, LONG, LOG, "A partition with unfsynced data is fsynced, off the event loop, once its `flush.ms` "
+        250, LONG, LOG, "A partition with unfsynced data is fsynced, off the event loop, once its `flush.ms` "
         "(this, unless the topic sets its own) has passed since its last flush; due partitions are looked for at "
         "this interval, clamped to 50 ms-1 s. Every append reaches the OS before it is acknowledged, so a process "
         "crash loses nothing; this bounds what a machine crash can lose. Only a successful fsync moves the "

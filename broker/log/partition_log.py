@@ -42,7 +42,7 @@ buffer.  A process crash (even ``kill -9``) therefore cannot lose an
 acknowledged record: the bytes are in the page cache, which belongs to the
 kernel and is written back regardless of the process.  Only a kernel crash or
 power loss can lose unsynced data, and that is bounded by the flush policy:
-``flush.ms`` (default 1000 ms, driven by ``maintenance``/the edge's timer) and
+``flush.ms`` (default 250 ms, driven by ``maintenance``/the edge's timer) and
 ``flush.messages`` (default off; ``flush.messages=1`` fsyncs on every append).
 After each *successful* fsync the *recovery point* (the offset below which data
 is known to be on disk) is checkpointed; on open every batch from the recovery

@@ -6,7 +6,7 @@
         [--compare-pure [--compare-rounds 2]]
 
 Starts ``python -m broker`` (the pinned command line, default settings: ``log.flush.interval.ms``
-1000, i.e. the periodic fsync is on) through :class:`broker.testing.harness.BrokerProcess`, pinned to
+250, i.e. the periodic fsync is on) through :class:`broker.testing.harness.BrokerProcess`, pinned to
 ``--broker-cpu``; this process (the load generator) runs on ``--loadgen-cpu``.  Requests are
 encoded once, before the clock starts: record batches are pre-built and re-sent, so nothing but
 the broker and the kernel is measured.  Every case prints its rate and its ratio to a limit

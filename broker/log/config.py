@@ -28,11 +28,11 @@ Names Kafka 4.x removed (``message.format.version``, ``message.downconversion.en
 Deviation from Kafka, deliberately: ``flush.ms`` defaults to 250 rather than
 Long.MAX_VALUE.  Kafka can leave flushing to the OS because replication covers
 a machine failure; a single-node broker has no replica, so we bound what a
-*power loss* can lose to about a quarter of a second.  (Smaller fsyncs also keep
-the appends that run beside them quick: a second's worth of a busy partition
+*power loss* can lose to about a quarter of a second.  A *process* crash loses
+nothing either way (see ``partition_log`` for the reasoning).  Smaller fsyncs
+also keep the appends beside them quick: a second's worth of a busy partition
 held its file's block allocation long enough to show in the produce latency's
-99th percentile — benchmarks/RESULTS.md, "the flush interval".)  A *process* crash loses nothing
-either way (see ``partition_log`` for the reasoning).
+99th percentile (benchmarks/RESULTS.md, "the flush interval").
 """
 
 from __future__ import annotations

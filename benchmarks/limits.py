@@ -149,19 +149,19 @@ def page_cache_write_rates(directory: str, total: int, chunk: int, *, cpu: int |
     writes).  On a virtual machine the two differ: memory the guest freed long ago may have been handed back
     to the host, and the first write to each such page then waits for the host to supply it."""
     data = memoryview(os.urandom(chunk))
+    written = total - total % chunk
 
     def once(path: str) -> float:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             start = time.perf_counter()
-            for position in range(0, total - total % chunk, chunk):
+            for position in range(0, written, chunk):
                 os.pwrite(fd, data, position)
             return time.perf_counter() - start
         finally:
             os.close(fd)
 
     first, second = os.path.join(directory, ".page-cache-1"), os.path.join(directory, ".page-cache-2")
-    written = total - total % chunk
     with pinned(cpu):
         try:
             fresh = once(first)

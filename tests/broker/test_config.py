@@ -174,6 +174,11 @@ def test_every_setting_is_declared_completely() -> None:
         assert topic in TOPIC_CONFIGS
         for name, _ in synonyms:
             assert SETTINGS[name].type == TOPIC_CONFIGS[topic].type, name
+        # and the same default (declared in both places: a change to one must be made to the other)
+        setting = SETTINGS[synonyms[0][0]]
+        if setting.default is not None:
+            default = str(setting.default).lower() if isinstance(setting.default, bool) else str(setting.default)
+            assert default == TOPIC_CONFIGS[topic].default, topic
     # dynamic-only configs are no static settings: refused in --set like any unknown key
     for s in DYNAMIC_ONLY:
         assert s.dynamic is Dynamic.STORED and s.attr is None
